@@ -1,0 +1,58 @@
+# plimsoll — one entry point for people and CI.
+#
+#   make demo   set everything up and run agent code in the sandbox
+#   make test   set everything up and run the whole test suite
+#   make lint   rustfmt and clippy, warnings are errors
+#   make bench  criterion benchmarks (see docs/benchmarks.md)
+#
+# CARGO_TARGET_DIR is honoured; guest components always land in
+# target/guests/ of this checkout, where the tests look for them.
+
+SHELL := /bin/bash
+CARGO ?= cargo
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
+GUESTS_OUT := $(CURDIR)/target/guests
+PLIMSOLL := $(TARGET_DIR)/release/plimsoll
+export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
+
+.PHONY: setup guests build demo test lint bench clean
+
+## Toolchain pieces the project needs (idempotent).
+setup:
+	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+
+## The example and hostile guests, compiled to components.
+guests: setup
+	$(CARGO) build --profile guest --target wasm32-wasip2 -p plimsoll-examples
+	@mkdir -p $(GUESTS_OUT)
+	@cp $(TARGET_DIR)/wasm32-wasip2/guest/*.wasm $(GUESTS_OUT)/
+	@echo "guests in $(GUESTS_OUT)"
+
+build: setup
+	$(CARGO) build --release -p plimsoll
+
+## A real run of agent code: the example guests under the in-process
+## wasmtime provider, one of them hostile.
+demo: guests build
+	@echo '--- hello'
+	$(PLIMSOLL) run --provider wasm $(GUESTS_OUT)/hello.wasm
+	@echo '--- echo: stdin and a file in, an artifact out (JSON result)'
+	@echo "a file from the host" > $(TARGET_DIR)/demo-input.txt
+	echo "stdin for the guest" | $(PLIMSOLL) run --provider wasm --json --stdin /dev/stdin \
+		--file $(TARGET_DIR)/demo-input.txt $(GUESTS_OUT)/echo.wasm
+	@echo '--- escape: a hostile guest trying to read the host (expect only "blocked")'
+	$(PLIMSOLL) run --provider wasm $(GUESTS_OUT)/escape.wasm
+
+test: guests
+	$(CARGO) test --release --workspace
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+bench: guests
+	$(CARGO) bench -p plimsoll
+
+clean:
+	$(CARGO) clean
+	rm -rf $(GUESTS_OUT)

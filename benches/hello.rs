@@ -1,0 +1,138 @@
+//! Fresh-instance runs of the `hello` guest through the whole library path
+//! (workspace, WASI context, capture, envelope, classification), with the
+//! pooling allocator and with wasmtime's default on-demand allocator, plus
+//! throughput on all cores.
+//!
+//! Run with `make bench` (or `cargo bench -p plimsoll --bench hello` after
+//! `make guests`). Figures are recorded in docs/benchmarks.md.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use plimsoll::{
+    EngineOptions, ProviderKind, RunRequest, RuntimeConfig, Sandbox, SandboxConfig, Status,
+};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn guests_dir() -> PathBuf {
+    std::env::var_os("PLIMSOLL_GUESTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guests"))
+}
+
+fn sandbox(dir: &Path, pooling: bool, fuel: bool) -> Sandbox {
+    let s = Sandbox::new(SandboxConfig {
+        provider: ProviderKind::Wasm,
+        runtime: RuntimeConfig {
+            engine: EngineOptions {
+                pooling,
+                fuel,
+                ..EngineOptions::default()
+            },
+            cache_dir: Some(dir.join("components")),
+            workspace_dir: dir.join("work"),
+        },
+        ..SandboxConfig::default()
+    })
+    .expect("sandbox");
+    let bytes = std::fs::read(guests_dir().join("hello.wasm"))
+        .expect("hello.wasm: run `make guests` first");
+    s.register("hello", &bytes).expect("register hello");
+    s
+}
+
+fn percentiles(s: &Sandbox, rt: &tokio::runtime::Runtime, label: &str) {
+    let req = RunRequest::component("hello");
+    let mut times: Vec<Duration> = (0..3000)
+        .map(|_| {
+            let t = Instant::now();
+            let r = rt.block_on(s.run(&req));
+            assert_eq!(r.status, Status::Ok);
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    let p = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
+    println!(
+        "{label}: p50 {:.1} µs, p90 {:.1} µs, p99 {:.1} µs over {} runs",
+        p(0.5).as_secs_f64() * 1e6,
+        p(0.9).as_secs_f64() * 1e6,
+        p(0.99).as_secs_f64() * 1e6,
+        times.len()
+    );
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let req = RunRequest::component("hello");
+
+    let mut g = c.benchmark_group("hello_fresh_instance");
+    g.throughput(Throughput::Elements(1));
+    for (label, pooling, fuel) in [
+        ("pooling_fuel", true, true),
+        ("pooling_nofuel", true, false),
+        ("ondemand_fuel", false, true),
+    ] {
+        let s = sandbox(dir.path(), pooling, fuel);
+        percentiles(&s, &rt, label);
+        g.bench_function(label, |b| {
+            b.iter(|| {
+                let r = rt.block_on(s.run(&req));
+                assert_eq!(r.status, Status::Ok);
+            })
+        });
+    }
+    g.finish();
+
+    // Throughput on all cores: many runs in flight on a multi-thread
+    // runtime with one worker per core.
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let mrt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cores)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let s = Arc::new(sandbox(dir.path(), true, true));
+    let mut g = c.benchmark_group("hello_all_cores");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function(format!("{cores}_workers"), |b| {
+        b.iter_custom(|iters| {
+            let s = s.clone();
+            mrt.block_on(async move {
+                let started = Instant::now();
+                let per_task = iters.div_ceil(cores as u64 * 4);
+                let mut tasks = Vec::new();
+                for _ in 0..cores * 4 {
+                    let s = s.clone();
+                    tasks.push(tokio::spawn(async move {
+                        let req = RunRequest::component("hello");
+                        for _ in 0..per_task {
+                            let r = s.run(&req).await;
+                            assert_eq!(r.status, Status::Ok);
+                        }
+                    }));
+                }
+                for t in tasks {
+                    t.await.expect("task");
+                }
+                started
+                    .elapsed()
+                    .mul_f64(iters as f64 / (per_task * cores as u64 * 4) as f64)
+            })
+        })
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(4));
+    targets = bench
+}
+criterion_main!(benches);

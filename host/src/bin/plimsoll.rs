@@ -1,0 +1,283 @@
+//! `plimsoll`: run agent code in the sandbox from the command line.
+
+use clap::{Args, Parser, Subcommand};
+use plimsoll::{
+    Blob, InputFile, Limits, ProviderKind, RunRequest, RunResult, Sandbox, SandboxConfig, Status,
+    Tier,
+};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit codes for runs that did not end with the guest's own code.
+const EXIT_REFUSED: u8 = 125;
+const EXIT_TIMEOUT: u8 = 124;
+const EXIT_TRAP: u8 = 134;
+const EXIT_MEMORY: u8 = 137;
+const EXIT_OUTPUT: u8 = 141;
+const EXIT_CPU: u8 = 152;
+const EXIT_DISK: u8 = 153;
+
+#[derive(Parser)]
+#[command(
+    name = "plimsoll",
+    version,
+    about = "Run untrusted agent code in a WebAssembly sandbox"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a component once and print its output.
+    ///
+    /// Exit status: the guest's exit code when it exited; otherwise 124
+    /// timeout, 125 refused, 134 trap, 137 memory exhausted, 141 output
+    /// truncated, 152 CPU (fuel) exhausted, 153 workspace full.
+    Run(RunArgs),
+    /// Print the provider, its isolation evidence and the envelope as JSON.
+    Info(CommonArgs),
+}
+
+#[derive(Args, Clone)]
+struct CommonArgs {
+    /// The provider: disabled (default: nothing runs), wasm, wasm+bwrap,
+    /// wasm+gvisor, wasm+microvm.
+    #[arg(long, env = "SANDBOX_PROVIDER")]
+    provider: Option<String>,
+    /// The weakest isolation tier accepted: process, container, kernel, vm.
+    #[arg(long = "min-isolation", env = "SANDBOX_MIN_ISOLATION")]
+    min_isolation: Option<String>,
+    /// Directory for the component cache and workspaces.
+    #[arg(long = "state-dir", env = "PLIMSOLL_STATE_DIR")]
+    state_dir: Option<PathBuf>,
+    /// Do not count fuel (faster; no `cpu_exhausted`, wall time still holds).
+    #[arg(long = "no-fuel")]
+    no_fuel: bool,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// The component (.wasm) to run.
+    program: PathBuf,
+    /// A file whose contents are the guest's stdin.
+    #[arg(long)]
+    stdin: Option<PathBuf>,
+    /// A file to place in /work: `HOST_PATH` (as its file name) or
+    /// `HOST_PATH=WORK_PATH`. Repeatable.
+    #[arg(long = "file", value_parser = clap::value_parser!(std::ffi::OsString))]
+    files: Vec<std::ffi::OsString>,
+    /// Wall-time limit in milliseconds.
+    #[arg(long = "timeout-ms")]
+    timeout_ms: Option<u64>,
+    /// Linear-memory limit in MiB.
+    #[arg(long = "memory-mb")]
+    memory_mb: Option<u64>,
+    /// Fuel (CPU) limit.
+    #[arg(long)]
+    fuel: Option<u64>,
+    /// Print the whole result as JSON instead of the guest's output.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("PLIMSOLL_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .try_init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
+    };
+    match cli.command {
+        Command::Run(args) => runtime.block_on(run(args)),
+        Command::Info(common) => info(common),
+    }
+}
+
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("plimsoll: {msg}");
+    ExitCode::from(2)
+}
+
+fn sandbox_config(common: &CommonArgs) -> Result<SandboxConfig, String> {
+    // clap has already read SANDBOX_PROVIDER etc. into the flags; start
+    // from the environment's defaults for everything else.
+    let mut cfg = SandboxConfig::from_env().map_err(|e| e.to_string())?;
+    cfg.provider = match &common.provider {
+        Some(p) => p.parse::<ProviderKind>().map_err(|e| e.to_string())?,
+        None => ProviderKind::Disabled,
+    };
+    if let Some(t) = &common.min_isolation {
+        cfg.min_isolation = Some(t.parse::<Tier>().map_err(|e| e.to_string())?);
+    }
+    if let Some(dir) = &common.state_dir {
+        cfg.runtime.cache_dir = Some(dir.join("components"));
+        cfg.runtime.workspace_dir = dir.join("work");
+    }
+    cfg.runtime.engine.fuel = !common.no_fuel;
+    Ok(cfg)
+}
+
+fn info(common: CommonArgs) -> ExitCode {
+    let cfg = match sandbox_config(&common) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    let sandbox = match Sandbox::new(cfg) {
+        Ok(s) => s,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let info = serde_json::json!({
+        "provider": sandbox.provider_name(),
+        "isolation": sandbox.isolation(),
+        "envelope": sandbox.envelope(),
+        "version": env!("CARGO_PKG_VERSION"),
+    });
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&info).unwrap_or_default()
+    );
+    ExitCode::SUCCESS
+}
+
+fn read_capped(path: &PathBuf, what: &str) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("cannot read {what} {}: {e}", path.display()))
+}
+
+async fn run(args: RunArgs) -> ExitCode {
+    let cfg = match sandbox_config(&args.common) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    let disabled = cfg.provider == ProviderKind::Disabled;
+    let sandbox = match Sandbox::new(cfg) {
+        Ok(s) => s,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let mut req = RunRequest::default();
+    if let Some(p) = &args.stdin {
+        match read_capped(p, "stdin file") {
+            Ok(b) => req.stdin = Blob(b),
+            Err(e) => return fail(&e),
+        }
+    }
+    for spec in &args.files {
+        use std::os::unix::ffi::OsStrExt;
+        let raw = spec.as_bytes();
+        let shown = spec.to_string_lossy();
+        let (host, work) = match raw.iter().rposition(|b| *b == b'=') {
+            Some(i) => {
+                let host = PathBuf::from(std::ffi::OsStr::from_bytes(&raw[..i]));
+                match std::str::from_utf8(&raw[i + 1..]) {
+                    Ok(w) => (host, w.to_owned()),
+                    Err(_) => {
+                        return fail(&format!(
+                            "--file {shown}: the workspace path is not valid UTF-8"
+                        ));
+                    }
+                }
+            }
+            None => {
+                let host = PathBuf::from(spec);
+                let Some(name) = host.file_name().and_then(|n| n.to_str()).map(str::to_owned)
+                else {
+                    return fail(&format!(
+                        "--file {shown}: the file name is not valid UTF-8; use HOST=WORK_PATH"
+                    ));
+                };
+                (host, name)
+            }
+        };
+        match read_capped(&host, "--file") {
+            Ok(b) => req.files.push(InputFile {
+                path: work,
+                content: Blob(b),
+            }),
+            Err(e) => return fail(&e),
+        }
+    }
+    req.limits = Limits {
+        wall_time_ms: args.timeout_ms,
+        memory_bytes: args.memory_mb.map(|m| m.saturating_mul(1 << 20)),
+        fuel: args.fuel,
+        ..Limits::default()
+    };
+
+    let result = if disabled {
+        // Refuse before compiling anything: with no provider nothing about
+        // the guest is even looked at.
+        RunResult::refused(
+            plimsoll::run::new_run_id(),
+            sandbox.isolation(),
+            "provider_disabled",
+            plimsoll::provider::DISABLED_MESSAGE,
+        )
+    } else {
+        let guest = match sandbox.runtime().load_file(&args.program) {
+            Ok(g) => g,
+            Err(e) => return fail(&format!("{}: {e}", args.program.display())),
+        };
+        sandbox.run_guest(&guest, &req).await
+    };
+    report(&result, args.json)
+}
+
+fn report(result: &RunResult, json: bool) -> ExitCode {
+    if json {
+        match serde_json::to_string_pretty(result) {
+            Ok(s) => {
+                let _ = writeln!(std::io::stdout(), "{s}");
+            }
+            Err(e) => return fail(&format!("cannot encode the result: {e}")),
+        }
+    } else {
+        let _ = std::io::stdout().write_all(&result.stdout_bytes);
+        let _ = std::io::stderr().write_all(&result.stderr_bytes);
+        // Write errors (a closed pipe) are ignored: the exit code still
+        // tells how the run ended.
+        let mut err = std::io::stderr();
+        if result.status != Status::Ok && result.status != Status::Error {
+            let msg = result
+                .error
+                .as_ref()
+                .map(|e| e.message.as_str())
+                .unwrap_or("");
+            let _ = writeln!(err, "plimsoll: run {}: {msg}", result.status.as_str());
+        }
+        if result.stdout_truncated || result.stderr_truncated {
+            let _ = writeln!(err, "plimsoll: output was truncated at its cap");
+        }
+    }
+    ExitCode::from(exit_code(result))
+}
+
+fn exit_code(r: &RunResult) -> u8 {
+    match r.status {
+        Status::Ok => 0,
+        Status::Error => r
+            .exit_code
+            .and_then(|c| u8::try_from(c).ok())
+            .filter(|c| *c != 0)
+            .unwrap_or(1),
+        Status::Timeout => EXIT_TIMEOUT,
+        Status::CpuExhausted => EXIT_CPU,
+        Status::MemoryExhausted => EXIT_MEMORY,
+        Status::OutputTruncated => EXIT_OUTPUT,
+        Status::DiskExhausted => EXIT_DISK,
+        Status::Trap => EXIT_TRAP,
+        Status::Refused => EXIT_REFUSED,
+    }
+}

@@ -1,0 +1,141 @@
+//! An on-disk cache of precompiled components, keyed by the component's
+//! content hash and the engine's compatibility digest.
+//!
+//! Compiling the Python interpreter takes seconds; loading its precompiled
+//! form from this cache takes milliseconds (it is memory-mapped). The cache
+//! holds native code, so it must be private to this host: the directory is
+//! created with mode 0700 (a looser mode is tightened) and refused if
+//! another user owns it.
+
+use crate::engine::SandboxEngine;
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use wasmtime::component::Component;
+
+/// Largest component accepted, in bytes.
+pub const MAX_COMPONENT_BYTES: usize = 256 << 20;
+
+/// Why a component could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("the component is {0} bytes; at most {max} are accepted", max = MAX_COMPONENT_BYTES)]
+    TooLarge(usize),
+    #[error(
+        "precompiled artifacts are never accepted from outside the host; pass the .wasm component"
+    )]
+    Precompiled,
+    #[error("not a valid WebAssembly component: {0}")]
+    Invalid(String),
+    #[error("the component does not fit plimsoll's worlds: {0}")]
+    WrongWorld(String),
+    #[error("component cache directory {path}: {why}")]
+    UnsafeCache { path: PathBuf, why: String },
+    #[error("component cache I/O failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The precompiled-component cache. `None` directory means no caching.
+#[derive(Debug, Clone)]
+pub struct ComponentCache {
+    dir: Option<PathBuf>,
+}
+
+/// The SHA-256 of a component's bytes, hex.
+pub fn content_hash(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+impl ComponentCache {
+    /// No on-disk cache: every load compiles.
+    pub fn disabled() -> Self {
+        ComponentCache { dir: None }
+    }
+
+    /// A cache in `dir`, created with mode 0700 if missing. Refused if the
+    /// directory is owned by another user or writable by group or others.
+    pub fn open(dir: &Path) -> Result<Self, LoadError> {
+        std::fs::create_dir_all(dir)?;
+        let unsafe_cache = |why: String| LoadError::UnsafeCache {
+            path: dir.to_path_buf(),
+            why,
+        };
+        let md = std::fs::symlink_metadata(dir)?;
+        if !md.is_dir() {
+            return Err(unsafe_cache("not a directory".into()));
+        }
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if md.uid() != me {
+            return Err(unsafe_cache(format!(
+                "owned by uid {}, not by this process (uid {me})",
+                md.uid()
+            )));
+        }
+        if md.permissions().mode() & 0o077 != 0 {
+            // Tighten a directory we own rather than fail: it was most
+            // likely just created with the default umask. Nobody else may
+            // even read it: the entries tell which guests this host runs.
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+        Ok(ComponentCache {
+            dir: Some(dir.to_path_buf()),
+        })
+    }
+
+    /// Compiles `bytes`, or loads the precompiled form from the cache.
+    /// Returns the component and its content hash.
+    pub fn load(
+        &self,
+        engine: &SandboxEngine,
+        bytes: &[u8],
+    ) -> Result<(Component, String), LoadError> {
+        if bytes.len() > MAX_COMPONENT_BYTES {
+            return Err(LoadError::TooLarge(bytes.len()));
+        }
+        // Precompiled artifacts are native code: accepting one from a caller
+        // would let it run anything in the host.
+        if wasmtime::Engine::detect_precompiled(bytes).is_some() {
+            return Err(LoadError::Precompiled);
+        }
+        let hash = content_hash(bytes);
+        let Some(dir) = &self.dir else {
+            let c = Component::new(engine.engine(), bytes)
+                .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
+            return Ok((c, hash));
+        };
+        let path = dir.join(format!("{hash}-{}.cwasm", engine.compatibility_digest()));
+        if path.is_file() {
+            // SAFETY: the file is in a directory only this user can write
+            // (checked in `open`), and it was written by `store` below from
+            // `Component::serialize` of this engine configuration (the name
+            // carries the engine's compatibility digest).
+            match unsafe { Component::deserialize_file(engine.engine(), &path) } {
+                Ok(c) => return Ok((c, hash)),
+                Err(e) => {
+                    tracing::warn!("dropping unreadable cache entry {}: {e:#}", path.display());
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+        }
+        let c = Component::new(engine.engine(), bytes)
+            .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
+        if let Err(e) = store(dir, &path, &c) {
+            // A cache that cannot be written only costs time.
+            tracing::warn!("could not write cache entry {}: {e}", path.display());
+        }
+        Ok((c, hash))
+    }
+}
+
+fn store(dir: &Path, path: &Path, c: &Component) -> std::io::Result<()> {
+    let bytes = c
+        .serialize()
+        .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(&bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! Operator configuration from the environment.
+//!
+//! Every setting has a safe default: with nothing set, the provider is
+//! `disabled` and nothing runs.
+
+use crate::provider::{PROVIDER_ENV, ProviderKind, UnknownProvider};
+use crate::runtime::RuntimeConfig;
+use crate::sandbox::SandboxConfig;
+use crate::tier::{Tier, UnknownTier};
+use std::path::PathBuf;
+
+/// The operator-wide isolation floor.
+pub const MIN_ISOLATION_ENV: &str = "SANDBOX_MIN_ISOLATION";
+/// Where state lives: the component cache and run workspaces.
+pub const STATE_DIR_ENV: &str = "PLIMSOLL_STATE_DIR";
+
+/// A setting that could not be understood.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{PROVIDER_ENV}: {0}")]
+    Provider(#[from] UnknownProvider),
+    #[error("{MIN_ISOLATION_ENV}: {0}")]
+    Tier(#[from] UnknownTier),
+    #[error("{name} is not valid UTF-8")]
+    NotUtf8 { name: &'static str },
+}
+
+fn var(name: &'static str) -> Result<Option<String>, ConfigError> {
+    match std::env::var(name) {
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => Ok(Some(v)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(ConfigError::NotUtf8 { name }),
+    }
+}
+
+/// The default state directory: `$PLIMSOLL_STATE_DIR`, else
+/// `$XDG_STATE_HOME/plimsoll`, else `~/.local/state/plimsoll`, else a
+/// per-user directory under the system temp dir.
+pub fn default_state_dir() -> PathBuf {
+    if let Some(p) = std::env::var_os(STATE_DIR_ENV).filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    if let Some(p) = std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p).join("plimsoll");
+    }
+    if let Some(h) = std::env::var_os("HOME").filter(|p| !p.is_empty()) {
+        return PathBuf::from(h).join(".local/state/plimsoll");
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    std::env::temp_dir().join(format!("plimsoll-{uid}"))
+}
+
+impl SandboxConfig {
+    /// Reads `SANDBOX_PROVIDER`, `SANDBOX_MIN_ISOLATION` and
+    /// `PLIMSOLL_STATE_DIR`; everything else keeps its default.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        let provider = match var(PROVIDER_ENV)? {
+            Some(v) => v.parse::<ProviderKind>()?,
+            None => ProviderKind::Disabled,
+        };
+        let min_isolation = match var(MIN_ISOLATION_ENV)? {
+            Some(v) => Some(v.parse::<Tier>()?),
+            None => None,
+        };
+        let state = default_state_dir();
+        Ok(SandboxConfig {
+            provider,
+            min_isolation,
+            runtime: RuntimeConfig {
+                cache_dir: Some(state.join("components")),
+                workspace_dir: state.join("work"),
+                ..RuntimeConfig::default()
+            },
+            ..SandboxConfig::default()
+        })
+    }
+}

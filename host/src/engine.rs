@@ -1,0 +1,202 @@
+//! The one wasmtime engine of a process, and its epoch ticker.
+//!
+//! Compiling is expensive and instantiating must be cheap, so everything that
+//! can be decided once is decided here: Cranelift, the pooling allocator with
+//! copy-on-write memory images, epoch interruption for wall time, and
+//! (optionally) fuel for deterministic CPU accounting.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// How the process-wide engine is built. Configuration is data: the CLI,
+/// the daemon and embedders fill this in and never touch wasmtime's config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// Count fuel so that CPU is accounted deterministically and a run can
+    /// end as `cpu_exhausted`. Costs 5–45 % on CPU-bound guests.
+    pub fuel: bool,
+    /// Use the pooling allocator (pre-reserved slots, copy-on-write images).
+    /// Off means wasmtime's on-demand allocator (used by benchmarks to
+    /// compare).
+    pub pooling: bool,
+    /// Instances that may be alive at once (pool slots). Runs beyond this
+    /// fail fast with `busy` instead of queueing without bound.
+    pub max_live_instances: u32,
+    /// The largest linear memory a pool slot can hold, in bytes. Must be at
+    /// least the operator's `memory_bytes`.
+    pub max_memory_bytes: u64,
+    /// Native stack wasm may use before a stack-overflow trap, in bytes.
+    pub max_wasm_stack: usize,
+    /// Period of the epoch ticker. Wall-time limits are enforced at this
+    /// granularity.
+    pub epoch_tick: Duration,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            fuel: true,
+            pooling: true,
+            max_live_instances: 256,
+            max_memory_bytes: 4 << 30,
+            max_wasm_stack: 512 << 10,
+            epoch_tick: Duration::from_millis(10),
+        }
+    }
+}
+
+/// Why the engine could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("invalid engine option: {0}")]
+    InvalidOption(String),
+    #[error("wasmtime refused the engine configuration: {0}")]
+    Wasmtime(String),
+}
+
+/// The engine plus the ticker thread that advances its epoch.
+///
+/// Dropping the last clone stops the ticker.
+#[derive(Clone)]
+pub struct SandboxEngine {
+    inner: Arc<EngineInner>,
+}
+
+struct EngineInner {
+    engine: Engine,
+    options: EngineOptions,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for EngineInner {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl SandboxEngine {
+    /// Builds the engine and starts its epoch ticker.
+    pub fn new(options: EngineOptions) -> Result<Self, EngineError> {
+        if options.max_live_instances == 0 {
+            return Err(EngineError::InvalidOption(
+                "max_live_instances must be at least 1".into(),
+            ));
+        }
+        if options.epoch_tick.is_zero() || options.epoch_tick > Duration::from_secs(1) {
+            return Err(EngineError::InvalidOption(
+                "epoch_tick must be between 1 ns and 1 s".into(),
+            ));
+        }
+        if options.max_memory_bytes > 4 << 30 {
+            return Err(EngineError::InvalidOption(
+                "max_memory_bytes is at most 4 GiB (wasm32)".into(),
+            ));
+        }
+        let mut config = Config::new();
+        config
+            .epoch_interruption(true)
+            .consume_fuel(options.fuel)
+            .max_wasm_stack(options.max_wasm_stack)
+            // The async fiber stack must hold the wasm stack plus host frames.
+            .async_stack_size(options.max_wasm_stack + (1 << 20))
+            .memory_init_cow(true)
+            .wasm_component_model(true)
+            .parallel_compilation(true);
+        if options.pooling {
+            let n = options.max_live_instances;
+            let mut pool = PoolingAllocationConfig::new();
+            pool.total_component_instances(n)
+                // Interpreter components hold a few dozen core instances.
+                .total_core_instances(n.saturating_mul(32))
+                .max_core_instances_per_component(64)
+                .total_memories(n.saturating_mul(2))
+                .max_memories_per_component(4)
+                .total_tables(n.saturating_mul(4))
+                .max_tables_per_component(8)
+                .table_elements(100_000)
+                .total_stacks(n)
+                .max_memory_size(options.max_memory_bytes as usize)
+                .max_core_instance_size(16 << 20)
+                .max_component_instance_size(1 << 20)
+                // Keep no guest memory resident between runs: a slot is
+                // reset to the image before anyone else sees it.
+                .linear_memory_keep_resident(0)
+                .table_keep_resident(0);
+            config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        } else {
+            config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
+        }
+        let engine = Engine::new(&config).map_err(|e| EngineError::Wasmtime(format!("{e:#}")))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        spawn_ticker(engine.clone(), options.epoch_tick, stop.clone())
+            .map_err(|e| EngineError::Wasmtime(format!("could not start the epoch ticker: {e}")))?;
+        Ok(SandboxEngine {
+            inner: Arc::new(EngineInner {
+                engine,
+                options,
+                stop,
+            }),
+        })
+    }
+
+    /// The wasmtime engine.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    /// The options it was built with.
+    pub fn options(&self) -> &EngineOptions {
+        &self.inner.options
+    }
+
+    /// Epoch ticks that cover `d`, rounded up, at least one.
+    pub fn ticks_for(&self, d: Duration) -> u64 {
+        let tick = self.inner.options.epoch_tick.as_nanos().max(1);
+        let n = d.as_nanos().div_ceil(tick);
+        u64::try_from(n).unwrap_or(u64::MAX).max(1)
+    }
+
+    /// A hex digest of everything that makes a precompiled artifact valid for
+    /// this engine (wasmtime version, target, compiler flags, features).
+    pub fn compatibility_digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        use std::hash::{Hash, Hasher};
+        // `precompile_compatibility_hash` is a `Hash`; feed it to a hasher
+        // that writes into SHA-256 so that the key is stable for the
+        // process's wasmtime build.
+        struct ShaHasher(Sha256);
+        impl Hasher for ShaHasher {
+            fn finish(&self) -> u64 {
+                0
+            }
+            fn write(&mut self, bytes: &[u8]) {
+                self.0.update(bytes);
+            }
+        }
+        let mut h = ShaHasher(Sha256::new());
+        self.inner
+            .engine
+            .precompile_compatibility_hash()
+            .hash(&mut h);
+        h.0.update(env!("CARGO_PKG_VERSION").as_bytes());
+        hex::encode(&h.0.finalize()[..16])
+    }
+}
+
+fn spawn_ticker(engine: Engine, tick: Duration, stop: Arc<AtomicBool>) -> std::io::Result<()> {
+    // A plain thread, not a tokio task: the ticker must keep running when
+    // the async runtime is saturated by guests, or wall-time limits would
+    // stop being enforced exactly when they matter. Without it no wall-time
+    // limit holds, so failing to start it fails the engine.
+    std::thread::Builder::new()
+        .name("plimsoll-epoch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(tick);
+                engine.increment_epoch();
+            }
+        })
+        .map(|_| ())
+}

@@ -1,0 +1,448 @@
+//! Executes one run in this process: a fresh store and instance, the WASI
+//! context the envelope allows, the call, and the classification of how it
+//! ended.
+
+use crate::bindings::Interpreter;
+use crate::broker::RunBroker;
+use crate::envelope::Envelope;
+use crate::grant::GrantSet;
+use crate::guest::{Guest, GuestPre};
+use crate::limiter::RunLimiter;
+use crate::output::{CappedOutput, OutputLimitExceeded};
+use crate::run::{ErrorInfo, RunRequest, RunResult, Status, Usage};
+use crate::runtime::Runtime;
+use crate::state::{MAX_RESOURCES, RunState, StopReason, WorkspaceWatch};
+use crate::tier::Isolation;
+use crate::workspace::Workspace;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::component::ResourceTable;
+use wasmtime::{Store, Trap, UpdateDeadline};
+use wasmtime_wasi::p2::bindings::Command;
+use wasmtime_wasi::p2::pipe::MemoryInputPipe;
+use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
+
+/// Extra time the outer timer grants past the wall-time limit before it
+/// drops the run. The epoch callback normally ends the run first; the outer
+/// timer catches a guest that is parked in a host call.
+const OUTER_GRACE: Duration = Duration::from_millis(250);
+
+/// Longest error message kept from a trap.
+const MAX_MESSAGE: usize = 2048;
+
+/// Everything a fresh instance needs that is not the guest.
+pub(crate) struct Prepared {
+    pub(crate) store: Store<RunState>,
+    pub(crate) stdout: CappedOutput,
+    pub(crate) stderr: CappedOutput,
+    pub(crate) workspace: Arc<Workspace>,
+}
+
+/// Creates the workspace, places the request's files, and builds the store.
+/// Errors are refusals: nothing has run.
+pub(crate) fn prepare(
+    rt: &Runtime,
+    req: &RunRequest,
+    env: &Envelope,
+    grants: GrantSet,
+) -> Result<Prepared, ErrorInfo> {
+    if req.stdin.len() as u64 > env.stdin_bytes {
+        return Err(invalid(format!(
+            "stdin is {} bytes; at most {} are allowed",
+            req.stdin.len(),
+            env.stdin_bytes
+        )));
+    }
+    let workspace = Workspace::create(rt.workspace_dir()).map_err(|e| ErrorInfo {
+        code: "workspace_unavailable".into(),
+        message: format!("could not create the run's workspace: {e}"),
+    })?;
+    workspace
+        .place_files(&req.files, env)
+        .map_err(|e| invalid(e.to_string()))?;
+    let workspace = Arc::new(workspace);
+
+    let stdout = CappedOutput::new("stdout", env.stdout_bytes);
+    let stderr = CappedOutput::new("stderr", env.stderr_bytes);
+    let mut wasi = WasiCtxBuilder::new();
+    wasi.stdin(MemoryInputPipe::new(req.stdin.as_bytes().to_vec()))
+        .stdout(stdout.clone())
+        .stderr(stderr.clone())
+        // No network of any kind: sockets are linked (toolchains import
+        // them) but every use is refused.
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .socket_addr_check(|_, _| Box::pin(async { false }))
+        .preopened_dir(workspace.host_path(), "/work", FsPerms::ReadWrite)
+        .map_err(|e| ErrorInfo {
+            code: "workspace_unavailable".into(),
+            message: format!("could not preopen the workspace: {e:#}"),
+        })?;
+    wasi.initial_cwd("/work");
+
+    let mut table = ResourceTable::new();
+    table.set_max_capacity(MAX_RESOURCES);
+    let state = RunState {
+        wasi: wasi.build(),
+        table,
+        limiter: RunLimiter::new(env.memory_bytes, env.table_elements, env.instances),
+        broker: RunBroker::new(grants, env.broker_calls, env.request_bytes),
+        deadline: Instant::now() + Duration::from_millis(env.wall_time_ms),
+        workspace: Some(WorkspaceWatch {
+            workspace: workspace.clone(),
+            max_bytes: env.workspace_bytes,
+            max_entries: env.workspace_entries,
+            next_check: Instant::now(),
+        }),
+        stop: None,
+    };
+    let mut store = Store::new(rt.engine().engine(), state);
+    store.limiter(|s| &mut s.limiter);
+    if rt.engine().options().fuel {
+        // Setting fuel cannot fail when the engine counts fuel.
+        let _ = store.set_fuel(env.fuel);
+    }
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(|mut ctx| {
+        if ctx.data_mut().on_tick().is_some() {
+            return Ok(UpdateDeadline::Interrupt);
+        }
+        // Yield on every tick so one busy guest cannot hold an executor
+        // thread that other runs (and the daemon) need.
+        Ok(UpdateDeadline::Yield(1))
+    });
+    Ok(Prepared {
+        store,
+        stdout,
+        stderr,
+        workspace,
+    })
+}
+
+fn invalid(message: String) -> ErrorInfo {
+    ErrorInfo {
+        code: "invalid_request".into(),
+        message,
+    }
+}
+
+/// A live instance of a guest.
+pub(crate) enum Live {
+    Agent(Command),
+    Interpreter(Interpreter),
+}
+
+/// What one call into the guest returned, before classification.
+pub(crate) enum Invocation {
+    /// The call returned (`Ok`) or the guest exited/trapped (`Err`).
+    Returned(wasmtime::Result<CallValue>),
+    /// The outer timer fired.
+    OuterTimeout,
+}
+
+/// A guest's own answer.
+pub(crate) enum CallValue {
+    /// `wasi:cli/run` returned; `true` for success.
+    Run(bool),
+    /// `eval` returned `ok(value)` or `err(message)`.
+    Eval(Result<String, String>),
+}
+
+/// Instantiates the guest in `store`.
+pub(crate) async fn instantiate(
+    guest: &Guest,
+    store: &mut Store<RunState>,
+) -> wasmtime::Result<Live> {
+    match guest.pre() {
+        GuestPre::Agent(pre) => Ok(Live::Agent(pre.instantiate_async(store).await?)),
+        GuestPre::Interpreter(pre) => Ok(Live::Interpreter(pre.instantiate_async(store).await?)),
+    }
+}
+
+/// Calls the guest once, under the store's deadline plus a grace period.
+pub(crate) async fn invoke(
+    live: &Live,
+    store: &mut Store<RunState>,
+    code: &str,
+    wall: Duration,
+) -> Invocation {
+    let call = async {
+        match live {
+            Live::Agent(cmd) => cmd
+                .wasi_cli_run()
+                .call_run(&mut *store)
+                .await
+                .map(|r| CallValue::Run(r.is_ok())),
+            Live::Interpreter(i) => i.call_eval(&mut *store, code).await.map(CallValue::Eval),
+        }
+    };
+    match tokio::time::timeout(wall + OUTER_GRACE, call).await {
+        Ok(r) => Invocation::Returned(r),
+        Err(_) => Invocation::OuterTimeout,
+    }
+}
+
+/// How a finished call is reported.
+pub(crate) struct Classified {
+    pub(crate) status: Status,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) result: Option<String>,
+    pub(crate) error: Option<ErrorInfo>,
+    /// Whether the instance may be used again (sessions).
+    pub(crate) reusable: bool,
+}
+
+/// Turns a call's outcome and the store's state into a status.
+pub(crate) fn classify(inv: Invocation, state: &RunState) -> Classified {
+    let mut c = Classified {
+        status: Status::Ok,
+        exit_code: None,
+        result: None,
+        error: None,
+        reusable: false,
+    };
+    let set_err = |c: &mut Classified, status: Status, code: &str, message: String| {
+        c.status = status;
+        c.error = Some(ErrorInfo {
+            code: code.into(),
+            message: truncate(message),
+        });
+    };
+    match inv {
+        Invocation::OuterTimeout => {
+            set_err(
+                &mut c,
+                Status::Timeout,
+                "timeout",
+                "the run passed its wall-time limit".into(),
+            );
+        }
+        Invocation::Returned(Ok(CallValue::Run(true))) => {
+            c.exit_code = Some(0);
+            c.reusable = true;
+        }
+        Invocation::Returned(Ok(CallValue::Run(false))) => {
+            c.exit_code = Some(1);
+            set_err(
+                &mut c,
+                Status::Error,
+                "guest_error",
+                "the guest's run returned an error".into(),
+            );
+        }
+        Invocation::Returned(Ok(CallValue::Eval(Ok(v)))) => {
+            c.result = Some(v);
+            c.reusable = true;
+        }
+        Invocation::Returned(Ok(CallValue::Eval(Err(msg)))) => {
+            c.reusable = true;
+            set_err(&mut c, Status::Error, "guest_error", msg);
+        }
+        Invocation::Returned(Err(e)) => classify_error(&mut c, &e, state, set_err),
+    }
+    // A run that failed after the limiter refused memory failed for want of
+    // memory, whatever the guest did with the refusal.
+    if c.status != Status::Ok && c.status != Status::Timeout && state.limiter.refused_growth() {
+        c.reusable = c.status == Status::Error;
+        set_err(
+            &mut c,
+            Status::MemoryExhausted,
+            "memory_exhausted",
+            "the guest asked for more memory than its limit".into(),
+        );
+    }
+    c
+}
+
+fn classify_error(
+    c: &mut Classified,
+    e: &wasmtime::Error,
+    state: &RunState,
+    set_err: impl Fn(&mut Classified, Status, &str, String),
+) {
+    if let Some(exit) = e.downcast_ref::<I32Exit>() {
+        c.exit_code = Some(exit.0);
+        if exit.0 == 0 {
+            c.status = Status::Ok;
+        } else {
+            set_err(
+                c,
+                Status::Error,
+                "guest_error",
+                format!("the guest exited with code {}", exit.0),
+            );
+        }
+        return;
+    }
+    match state.stop {
+        Some(StopReason::Timeout) => {
+            return set_err(
+                c,
+                Status::Timeout,
+                "timeout",
+                "the run passed its wall-time limit".into(),
+            );
+        }
+        Some(StopReason::Disk) => {
+            return set_err(
+                c,
+                Status::DiskExhausted,
+                "disk_exhausted",
+                "the workspace passed its byte or entry limit".into(),
+            );
+        }
+        None => {}
+    }
+    if let Some(o) = e.downcast_ref::<OutputLimitExceeded>() {
+        return set_err(
+            c,
+            Status::OutputTruncated,
+            "output_truncated",
+            o.to_string(),
+        );
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => set_err(
+            c,
+            Status::CpuExhausted,
+            "cpu_exhausted",
+            "the run used all its fuel".into(),
+        ),
+        Some(Trap::Interrupt) => set_err(
+            c,
+            Status::Timeout,
+            "timeout",
+            "the run passed its wall-time limit".into(),
+        ),
+        Some(t) => set_err(c, Status::Trap, "trap", t.to_string()),
+        None => set_err(c, Status::Trap, "trap", format!("{e:#}")),
+    }
+}
+
+fn truncate(mut s: String) -> String {
+    if s.len() > MAX_MESSAGE {
+        let mut end = MAX_MESSAGE;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push('…');
+    }
+    s
+}
+
+/// Runs `guest` once in a fresh instance and reports everything.
+pub(crate) async fn execute(
+    rt: &Runtime,
+    guest: &Guest,
+    req: &RunRequest,
+    env: &Envelope,
+    grants: GrantSet,
+    isolation: Isolation,
+    run_id: String,
+) -> RunResult {
+    let started = Instant::now();
+    let mut prepared = match prepare(rt, req, env, grants) {
+        Ok(p) => p,
+        Err(e) => {
+            let mut r = RunResult::refused(run_id, isolation, &e.code, e.message);
+            r.guest = Some(guest.identity().to_owned());
+            return r;
+        }
+    };
+    let store = &mut prepared.store;
+    let wall = Duration::from_millis(env.wall_time_ms);
+    let inst_started = Instant::now();
+    let instantiated = tokio::time::timeout(wall + OUTER_GRACE, instantiate(guest, store)).await;
+    let instantiate_ms = inst_started.elapsed().as_secs_f64() * 1e3;
+    let classified = match instantiated {
+        Ok(Ok(live)) => {
+            let inv = invoke(&live, store, req.code.as_deref().unwrap_or(""), wall).await;
+            classify(inv, store.data())
+        }
+        Ok(Err(e))
+            if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+                .is_some() =>
+        {
+            let mut r = RunResult::refused(
+                run_id,
+                isolation,
+                "busy",
+                "every instance slot is in use; try again shortly",
+            );
+            r.guest = Some(guest.identity().to_owned());
+            return r;
+        }
+        // Instantiation runs the guest's start functions, so its failures
+        // are classified like any other.
+        Ok(Err(e)) => classify(Invocation::Returned(Err(e)), store.data()),
+        Err(_) => classify(Invocation::OuterTimeout, store.data()),
+    };
+    finish(
+        prepared,
+        env,
+        classified,
+        isolation,
+        run_id,
+        guest,
+        started,
+        instantiate_ms,
+    )
+}
+
+/// Collects outputs, artifacts and usage into the result.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn finish(
+    prepared: Prepared,
+    env: &Envelope,
+    mut c: Classified,
+    isolation: Isolation,
+    run_id: String,
+    guest: &Guest,
+    started: Instant,
+    instantiate_ms: f64,
+) -> RunResult {
+    // `get_fuel` fails exactly when the engine does not count fuel.
+    let fuel = prepared
+        .store
+        .get_fuel()
+        .ok()
+        .map(|left| env.fuel.saturating_sub(left));
+    // The workspace may have grown past its cap between two checks; the
+    // final measurement decides.
+    let ws = prepared.workspace.usage(env.workspace_entries);
+    if (ws.bytes > env.workspace_bytes || ws.entries > env.workspace_entries)
+        && c.status != Status::Timeout
+    {
+        c.status = Status::DiskExhausted;
+        c.error = Some(ErrorInfo {
+            code: "disk_exhausted".into(),
+            message: "the workspace passed its byte or entry limit".into(),
+        });
+    }
+    let collected = prepared.workspace.collect_artifacts(env);
+    let state = prepared.store.data();
+    let calls = state.broker.trace().clone();
+    let memory_peak_bytes = state.limiter.memory_peak();
+    let mut r = RunResult::refused(run_id, isolation, "", "");
+    r.status = c.status;
+    r.exit_code = c.exit_code;
+    r.result = c.result;
+    r.error = c.error;
+    r.set_output(prepared.stdout.take(0), prepared.stderr.take(0));
+    r.artifacts = collected.artifacts;
+    r.artifacts_truncated = collected.truncated;
+    r.artifacts_refused = collected.refused;
+    r.guest = Some(guest.identity().to_owned());
+    r.calls = calls;
+    // Drop the instance before measuring wall time so that teardown counts.
+    drop(prepared);
+    r.usage = Usage {
+        wall_ms: started.elapsed().as_secs_f64() * 1e3,
+        instantiate_ms,
+        fuel,
+        memory_peak_bytes,
+    };
+    r
+}

@@ -1,0 +1,108 @@
+//! A guest: a component checked against plimsoll's worlds and
+//! pre-instantiated, ready for cheap fresh instances.
+
+use crate::bindings::InterpreterPre;
+use crate::component_cache::LoadError;
+use crate::state::RunState;
+use std::sync::Arc;
+use wasmtime::component::{Component, Linker};
+use wasmtime_wasi::p2::bindings::CommandPre;
+
+/// Which world a guest implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuestKind {
+    /// `agent`: a `wasi:cli` command; a run calls `run` once.
+    Agent,
+    /// `interpreter`: exports `eval(code)`.
+    Interpreter,
+}
+
+pub(crate) enum GuestPre {
+    Agent(CommandPre<RunState>),
+    Interpreter(InterpreterPre<RunState>),
+}
+
+struct GuestInner {
+    identity: String,
+    content_hash: String,
+    kind: GuestKind,
+    pre: GuestPre,
+}
+
+/// A loaded, linked guest component. Cheap to clone.
+#[derive(Clone)]
+pub struct Guest {
+    inner: Arc<GuestInner>,
+}
+
+impl std::fmt::Debug for Guest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guest")
+            .field("identity", &self.inner.identity)
+            .field("kind", &self.inner.kind)
+            .finish()
+    }
+}
+
+impl Guest {
+    /// Links `component` and works out its world. `family` prefixes the
+    /// identity (`component`, `python-wasm`, `quickjs-wasm`).
+    pub(crate) fn link(
+        linker: &Linker<RunState>,
+        component: &Component,
+        content_hash: String,
+        family: &str,
+    ) -> Result<Guest, LoadError> {
+        let pre = linker.instantiate_pre(component).map_err(|e| {
+            LoadError::WrongWorld(format!(
+                "it imports something plimsoll does not provide: {}",
+                first_line(&format!("{e:#}"))
+            ))
+        })?;
+        let (kind, pre) = if let Ok(p) = CommandPre::new(pre.clone()) {
+            (GuestKind::Agent, GuestPre::Agent(p))
+        } else if let Ok(p) = InterpreterPre::new(pre) {
+            (GuestKind::Interpreter, GuestPre::Interpreter(p))
+        } else {
+            return Err(LoadError::WrongWorld(
+                "it exports neither `wasi:cli/run` (world `agent`) nor `eval` (world `interpreter`)".into(),
+            ));
+        };
+        Ok(Guest {
+            inner: Arc::new(GuestInner {
+                identity: format!("{family}:sha256:{content_hash}"),
+                content_hash,
+                kind,
+                pre,
+            }),
+        })
+    }
+
+    /// The guest's identity: `<family>:sha256:<content hash>`.
+    pub fn identity(&self) -> &str {
+        &self.inner.identity
+    }
+
+    /// The SHA-256 of the component's bytes, hex.
+    pub fn content_hash(&self) -> &str {
+        &self.inner.content_hash
+    }
+
+    /// The world it implements.
+    pub fn kind(&self) -> GuestKind {
+        self.inner.kind
+    }
+
+    pub(crate) fn pre(&self) -> &GuestPre {
+        &self.inner.pre
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(300)
+        .collect()
+}

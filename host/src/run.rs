@@ -1,0 +1,273 @@
+//! One run: the request that asks for it and the result that reports it.
+//!
+//! The library, the CLI and the daemon share these types; their JSON form is
+//! the API.
+
+use crate::blob::Blob;
+use crate::envelope::Limits;
+use crate::output::Captured;
+use crate::tier::{Isolation, Tier};
+use crate::trace::CallTrace;
+use serde::{Deserialize, Serialize};
+
+/// A file the request places in the run's workspace before the guest
+/// starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputFile {
+    /// Path relative to `/work`, e.g. `data/input.csv`. Only plain names
+    /// separated by `/`: no `..`, no absolute paths, no empty segments.
+    pub path: String,
+    /// The file's contents.
+    pub content: Blob,
+}
+
+/// What to run and under which limits.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    /// The component to run: a name registered with the sandbox, or a
+    /// guest identity (`component:sha256:…`).
+    #[serde(default)]
+    pub component: Option<String>,
+    /// Code for an interpreter guest (ignored by `agent` guests, which
+    /// read stdin instead).
+    #[serde(default)]
+    pub code: Option<String>,
+    /// Bytes on the guest's stdin.
+    #[serde(default)]
+    pub stdin: Blob,
+    /// Files placed in `/work` before the guest starts.
+    #[serde(default)]
+    pub files: Vec<InputFile>,
+    /// Names of grants attached to the run.
+    #[serde(default)]
+    pub grants: Vec<String>,
+    /// Lowers the operator's envelope for this run.
+    #[serde(default)]
+    pub limits: Limits,
+    /// The weakest isolation the caller accepts.
+    #[serde(default)]
+    pub minimum_isolation: Option<Tier>,
+    /// The exact guest identity the caller requires, if any.
+    #[serde(default)]
+    pub require_identity: Option<String>,
+}
+
+impl RunRequest {
+    /// A request to run the component registered as `name`.
+    pub fn component(name: impl Into<String>) -> Self {
+        RunRequest {
+            component: Some(name.into()),
+            ..RunRequest::default()
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The guest finished and reported success.
+    Ok,
+    /// The guest finished and reported failure: a non-zero exit code or an
+    /// interpreter error.
+    Error,
+    /// The run's wall time ran out.
+    Timeout,
+    /// The run's fuel (CPU budget) ran out.
+    CpuExhausted,
+    /// The guest asked for more memory or table space than allowed and did
+    /// not finish successfully.
+    MemoryExhausted,
+    /// The guest wrote more stdout or stderr than allowed and was stopped.
+    OutputTruncated,
+    /// The guest's workspace grew past its byte or entry cap.
+    DiskExhausted,
+    /// The guest trapped: stack overflow, `unreachable`, an out-of-bounds
+    /// access, a host call it misused, …
+    Trap,
+    /// Nothing ran: the provider, the isolation floor, the request or the
+    /// host refused it. `error.code` says which.
+    Refused,
+}
+
+impl Status {
+    /// Every status, for metrics and summaries.
+    pub const ALL: [Status; 9] = [
+        Status::Ok,
+        Status::Error,
+        Status::Timeout,
+        Status::CpuExhausted,
+        Status::MemoryExhausted,
+        Status::OutputTruncated,
+        Status::DiskExhausted,
+        Status::Trap,
+        Status::Refused,
+    ];
+
+    /// The stable snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Error => "error",
+            Status::Timeout => "timeout",
+            Status::CpuExhausted => "cpu_exhausted",
+            Status::MemoryExhausted => "memory_exhausted",
+            Status::OutputTruncated => "output_truncated",
+            Status::DiskExhausted => "disk_exhausted",
+            Status::Trap => "trap",
+            Status::Refused => "refused",
+        }
+    }
+}
+
+/// A typed error attached to a result: a stable `code` to branch on and a
+/// message for people. Neither ever contains a secret or the caller's code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    pub code: String,
+    pub message: String,
+}
+
+/// A file the guest left under `/work/out`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Artifact {
+    /// Path relative to `/work/out`.
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// SHA-256 of the contents, hex.
+    pub sha256: String,
+    /// The contents.
+    pub content: Blob,
+}
+
+/// An entry under `/work/out` that was not returned, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedArtifact {
+    /// Path relative to `/work/out` (lossy UTF-8 when the name was not).
+    pub path: String,
+    /// `symlink`, `not_a_regular_file`, `name_not_utf8`, `too_deep`, …
+    pub reason: String,
+}
+
+/// What the run used.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Wall time of the whole run, in milliseconds (fractional).
+    pub wall_ms: f64,
+    /// Time to instantiate the guest, in milliseconds (fractional).
+    pub instantiate_ms: f64,
+    /// Fuel consumed, when the engine counts fuel.
+    pub fuel: Option<u64>,
+    /// Highest total linear memory, in bytes.
+    pub memory_peak_bytes: u64,
+}
+
+/// The outcome of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Unique id of the run.
+    pub run_id: String,
+    /// How it ended.
+    pub status: Status,
+    /// The guest's exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// The interpreter's value for the code, when there is one.
+    pub result: Option<String>,
+    /// Why the run did not succeed, when it did not.
+    pub error: Option<ErrorInfo>,
+    /// Captured stdout (text; invalid UTF-8 replaced).
+    pub stdout: String,
+    /// Whether stdout passed its cap.
+    pub stdout_truncated: bool,
+    /// Captured stderr (text; invalid UTF-8 replaced).
+    pub stderr: String,
+    /// Whether stderr passed its cap.
+    pub stderr_truncated: bool,
+    /// Files the guest left under `/work/out`.
+    pub artifacts: Vec<Artifact>,
+    /// Whether some artifacts were left out because of the caps.
+    pub artifacts_truncated: bool,
+    /// Entries under `/work/out` that were refused.
+    pub artifacts_refused: Vec<RefusedArtifact>,
+    /// The isolation the run had.
+    pub isolation: Isolation,
+    /// The identity of the guest that ran (`component:sha256:…`).
+    pub guest: Option<String>,
+    /// The broker calls.
+    pub calls: CallTrace,
+    /// What it used.
+    pub usage: Usage,
+    /// Raw stdout bytes, for the CLI (not part of the JSON form).
+    #[serde(skip)]
+    pub stdout_bytes: Vec<u8>,
+    /// Raw stderr bytes, for the CLI (not part of the JSON form).
+    #[serde(skip)]
+    pub stderr_bytes: Vec<u8>,
+}
+
+impl RunResult {
+    /// A result for a run that never started.
+    pub fn refused(
+        run_id: String,
+        isolation: Isolation,
+        code: &str,
+        message: impl Into<String>,
+    ) -> Self {
+        RunResult {
+            run_id,
+            status: Status::Refused,
+            exit_code: None,
+            result: None,
+            error: Some(ErrorInfo {
+                code: code.to_owned(),
+                message: message.into(),
+            }),
+            stdout: String::new(),
+            stdout_truncated: false,
+            stderr: String::new(),
+            stderr_truncated: false,
+            artifacts: Vec::new(),
+            artifacts_truncated: false,
+            artifacts_refused: Vec::new(),
+            isolation,
+            guest: None,
+            calls: CallTrace::default(),
+            usage: Usage::default(),
+            stdout_bytes: Vec::new(),
+            stderr_bytes: Vec::new(),
+        }
+    }
+
+    /// Sets stdout and stderr from captures.
+    pub fn set_output(&mut self, stdout: Captured, stderr: Captured) {
+        self.stdout = stdout.text();
+        self.stdout_truncated = stdout.truncated;
+        self.stdout_bytes = stdout.bytes;
+        self.stderr = stderr.text();
+        self.stderr_truncated = stderr.truncated;
+        self.stderr_bytes = stderr.bytes;
+    }
+
+    /// The `error.code`, if any.
+    pub fn error_code(&self) -> Option<&str> {
+        self.error.as_ref().map(|e| e.code.as_str())
+    }
+}
+
+/// A fresh, unguessable run id (128 random bits, hex).
+pub fn new_run_id() -> String {
+    let mut b = [0u8; 16];
+    // If the OS cannot give randomness the id is still unique enough for
+    // correlation (time-based); it is never used as a secret.
+    if getrandom::fill(&mut b).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        b = t.to_le_bytes();
+    }
+    hex::encode(b)
+}

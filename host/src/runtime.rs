@@ -1,0 +1,132 @@
+//! The runtime: the engine, the linker with everything a guest may import,
+//! the component cache and the workspace root. One per process.
+
+use crate::bindings;
+use crate::component_cache::{ComponentCache, LoadError};
+use crate::engine::{EngineError, EngineOptions, SandboxEngine};
+use crate::guest::Guest;
+use crate::state::RunState;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use wasmtime::component::{HasSelf, Linker};
+
+/// How to build a [`Runtime`].
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Engine options.
+    pub engine: EngineOptions,
+    /// Where precompiled components are cached; `None` disables the cache.
+    pub cache_dir: Option<PathBuf>,
+    /// Where run workspaces are created.
+    pub workspace_dir: PathBuf,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            engine: EngineOptions::default(),
+            cache_dir: None,
+            workspace_dir: std::env::temp_dir().join("plimsoll-work"),
+        }
+    }
+}
+
+/// Why the runtime could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Cache(#[from] LoadError),
+    #[error("could not link the host interfaces: {0}")]
+    Link(String),
+    #[error("workspace directory {path}: {source}")]
+    Workspace {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+pub(crate) struct RuntimeInner {
+    pub(crate) engine: SandboxEngine,
+    pub(crate) linker: Linker<RunState>,
+    pub(crate) cache: ComponentCache,
+    pub(crate) workspace_dir: PathBuf,
+}
+
+/// The engine, linker and caches shared by every run. Cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<RuntimeInner>,
+}
+
+impl Runtime {
+    /// Builds the engine and links the host interfaces: WASI 0.2 (with the
+    /// deny-everything context each run gets) and the broker.
+    pub fn new(config: RuntimeConfig) -> Result<Self, RuntimeError> {
+        let engine = SandboxEngine::new(config.engine)?;
+        let mut linker: Linker<RunState> = Linker::new(engine.engine());
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
+        bindings::broker::add_to_linker::<RunState, HasSelf<RunState>>(&mut linker, |s| s)
+            .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
+        let cache = match &config.cache_dir {
+            Some(dir) => ComponentCache::open(dir)?,
+            None => ComponentCache::disabled(),
+        };
+        create_private_dir(&config.workspace_dir).map_err(|source| RuntimeError::Workspace {
+            path: config.workspace_dir.clone(),
+            source,
+        })?;
+        Ok(Runtime {
+            inner: Arc::new(RuntimeInner {
+                engine,
+                linker,
+                cache,
+                workspace_dir: config.workspace_dir,
+            }),
+        })
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &SandboxEngine {
+        &self.inner.engine
+    }
+
+    /// Compiles (or loads from the cache) and links a component.
+    pub fn load(&self, bytes: &[u8]) -> Result<Guest, LoadError> {
+        self.load_as(bytes, "component")
+    }
+
+    /// Like [`Runtime::load`], with the identity's family name given
+    /// (`python-wasm`, `quickjs-wasm`, …).
+    pub fn load_as(&self, bytes: &[u8], family: &str) -> Result<Guest, LoadError> {
+        let (component, hash) = self.inner.cache.load(&self.inner.engine, bytes)?;
+        Guest::link(&self.inner.linker, &component, hash, family)
+    }
+
+    /// Reads and loads a component file.
+    pub fn load_file(&self, path: &Path) -> Result<Guest, LoadError> {
+        let md = std::fs::metadata(path)?;
+        if md.len() > crate::component_cache::MAX_COMPONENT_BYTES as u64 {
+            return Err(LoadError::TooLarge(
+                usize::try_from(md.len()).unwrap_or(usize::MAX),
+            ));
+        }
+        let bytes = std::fs::read(path)?;
+        self.load(&bytes)
+    }
+
+    /// Where workspaces are created.
+    pub fn workspace_dir(&self) -> &Path {
+        &self.inner.workspace_dir
+    }
+}
+
+fn create_private_dir(p: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(p)
+}

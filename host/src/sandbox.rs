@@ -1,0 +1,220 @@
+//! The sandbox: the one entry point of the library.
+//!
+//! It owns the provider, the operator's envelope and isolation floor, and
+//! the registry of named components. Every run goes through
+//! [`Sandbox::run`], which validates the request, lowers the envelope,
+//! resolves grants, checks the floor immediately before dispatch, and only
+//! then hands the run to the provider.
+
+use crate::component_cache::LoadError;
+use crate::envelope::{Envelope, EnvelopeError};
+use crate::grant::GrantSet;
+use crate::guest::Guest;
+use crate::provider::{DisabledProvider, Provider, ProviderKind, WasmProvider};
+use crate::run::{RunRequest, RunResult, new_run_id};
+use crate::runtime::{Runtime, RuntimeConfig, RuntimeError};
+use crate::tier::{Isolation, Tier};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+/// Everything the operator decides.
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// Which provider runs guests. `Disabled` by default: nothing runs.
+    pub provider: ProviderKind,
+    /// The operator's envelope; requests may only lower it.
+    pub envelope: Envelope,
+    /// The operator-wide isolation floor (`SANDBOX_MIN_ISOLATION`).
+    pub min_isolation: Option<Tier>,
+    /// Engine, cache and workspace settings.
+    pub runtime: RuntimeConfig,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            provider: ProviderKind::Disabled,
+            envelope: Envelope::default(),
+            min_isolation: None,
+            runtime: RuntimeConfig::default(),
+        }
+    }
+}
+
+/// Why a sandbox could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("invalid envelope: {0}")]
+    Envelope(#[from] EnvelopeError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error(
+        "the envelope allows {envelope} bytes of memory but the engine's pool slots hold {engine}; raise the engine's max_memory_bytes"
+    )]
+    PoolTooSmall { envelope: u64, engine: u64 },
+    #[error("provider {0} is not available in this build; use `wasm` or `disabled`")]
+    ProviderUnavailable(ProviderKind),
+}
+
+/// The library's entry point. Cheap to share behind an `Arc`.
+pub struct Sandbox {
+    provider: Arc<dyn Provider>,
+    runtime: Runtime,
+    envelope: Envelope,
+    min_isolation: Option<Tier>,
+    components: RwLock<HashMap<String, Guest>>,
+}
+
+impl Sandbox {
+    /// Builds the sandbox. Fails if the configuration is unsafe or
+    /// inconsistent; never falls back to another provider.
+    pub fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
+        config.envelope.validate()?;
+        if config.envelope.memory_bytes > config.runtime.engine.max_memory_bytes {
+            return Err(SandboxError::PoolTooSmall {
+                envelope: config.envelope.memory_bytes,
+                engine: config.runtime.engine.max_memory_bytes,
+            });
+        }
+        let runtime = Runtime::new(config.runtime)?;
+        let provider: Arc<dyn Provider> = match config.provider {
+            ProviderKind::Disabled => Arc::new(DisabledProvider),
+            ProviderKind::Wasm => Arc::new(WasmProvider::new(runtime.clone())),
+            other => return Err(SandboxError::ProviderUnavailable(other)),
+        };
+        Ok(Sandbox {
+            provider,
+            runtime,
+            envelope: config.envelope,
+            min_isolation: config.min_isolation,
+            components: RwLock::new(HashMap::new()),
+        })
+    }
+
+    /// The isolation runs get right now.
+    pub fn isolation(&self) -> Isolation {
+        self.provider.isolation()
+    }
+
+    /// The provider's name.
+    pub fn provider_name(&self) -> &str {
+        self.provider.name()
+    }
+
+    /// The operator's envelope.
+    pub fn envelope(&self) -> &Envelope {
+        &self.envelope
+    }
+
+    /// The runtime (engine, linker, caches).
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Loads a component without registering it.
+    pub fn load(&self, bytes: &[u8]) -> Result<Guest, LoadError> {
+        self.runtime.load(bytes)
+    }
+
+    /// Loads a component and registers it under `name` (and under its
+    /// identity), so that requests can name it.
+    pub fn register(&self, name: &str, bytes: &[u8]) -> Result<Guest, LoadError> {
+        let guest = self.runtime.load(bytes)?;
+        self.register_guest(name, guest.clone());
+        Ok(guest)
+    }
+
+    /// Registers an already loaded guest under `name` and its identity.
+    pub fn register_guest(&self, name: &str, guest: Guest) {
+        let mut map = self.components.write().unwrap_or_else(|p| p.into_inner());
+        map.insert(guest.identity().to_owned(), guest.clone());
+        map.insert(name.to_owned(), guest);
+    }
+
+    /// The registered guest named `name` (a name or an identity).
+    pub fn component(&self, name: &str) -> Option<Guest> {
+        self.components
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
+    }
+
+    /// Runs a request that names a registered component.
+    pub async fn run(&self, req: &RunRequest) -> RunResult {
+        let run_id = new_run_id();
+        let Some(name) = req.component.as_deref() else {
+            return RunResult::refused(
+                run_id,
+                self.isolation(),
+                "invalid_request",
+                "the request names no component",
+            );
+        };
+        match self.component(name) {
+            Some(g) => self.run_guest_with_id(&g, req, run_id).await,
+            None => RunResult::refused(
+                run_id,
+                self.isolation(),
+                "unknown_component",
+                "no component of that name or identity is registered",
+            ),
+        }
+    }
+
+    /// Runs `guest` (the request's `component` field is ignored).
+    pub async fn run_guest(&self, guest: &Guest, req: &RunRequest) -> RunResult {
+        self.run_guest_with_id(guest, req, new_run_id()).await
+    }
+
+    async fn run_guest_with_id(
+        &self,
+        guest: &Guest,
+        req: &RunRequest,
+        run_id: String,
+    ) -> RunResult {
+        let refuse = |code: &str, message: String| {
+            let mut r = RunResult::refused(run_id.clone(), self.isolation(), code, message);
+            r.guest = Some(guest.identity().to_owned());
+            r
+        };
+        let env = match self.envelope.lowered_by(&req.limits) {
+            Ok(env) => env,
+            Err(e) => return refuse("invalid_limits", e.to_string()),
+        };
+        if let Some(want) = &req.require_identity
+            && want != guest.identity()
+        {
+            return refuse(
+                "identity_mismatch",
+                format!(
+                    "the request requires guest {want:?}, but this guest is {}",
+                    guest.identity()
+                ),
+            );
+        }
+        if !req.grants.is_empty() {
+            return refuse(
+                "unknown_grant",
+                "this sandbox has no grant profiles configured".into(),
+            );
+        }
+        let grants = GrantSet::empty();
+        // The floor is checked here, against the provider that will run this
+        // request, and nothing awaits between this check and the dispatch.
+        let iso = self.provider.isolation();
+        let floor = req.minimum_isolation.max(self.min_isolation);
+        if let Some(floor) = floor
+            && iso.tier < floor
+        {
+            return refuse(
+                "insufficient_isolation",
+                format!(
+                    "the run requires isolation `{floor}` but provider {} gives `{}`",
+                    iso.provider, iso.tier
+                ),
+            );
+        }
+        self.provider.run(guest, req, &env, grants, run_id).await
+    }
+}

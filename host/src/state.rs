@@ -1,0 +1,89 @@
+//! The data of one run's wasmtime `Store`: the WASI context, the resource
+//! table, the limiter and the broker, plus what the epoch callback needs to
+//! stop a run.
+
+use crate::bindings;
+use crate::broker::RunBroker;
+use crate::limiter::RunLimiter;
+use crate::workspace::Workspace;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// Resource handles a guest may hold at once (files, streams, pollables…).
+/// Bounds the host memory a guest can pin through the WASI table.
+pub const MAX_RESOURCES: usize = 16_384;
+
+/// How often the epoch callback measures the workspace.
+const WORKSPACE_CHECK_EVERY: Duration = Duration::from_millis(50);
+
+/// Why the host stopped a run from the outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The wall-time deadline passed.
+    Timeout,
+    /// The workspace passed its byte or entry cap.
+    Disk,
+}
+
+/// The store data of one run (or of one session's instance).
+pub struct RunState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: RunLimiter,
+    pub(crate) broker: RunBroker,
+    pub(crate) deadline: Instant,
+    pub(crate) workspace: Option<WorkspaceWatch>,
+    pub(crate) stop: Option<StopReason>,
+}
+
+/// What the epoch callback needs to police the workspace.
+pub(crate) struct WorkspaceWatch {
+    pub(crate) workspace: Arc<Workspace>,
+    pub(crate) max_bytes: u64,
+    pub(crate) max_entries: u64,
+    pub(crate) next_check: Instant,
+}
+
+impl RunState {
+    /// Called on every epoch tick while wasm runs. Returns the reason to
+    /// stop the run, if there is one.
+    pub(crate) fn on_tick(&mut self) -> Option<StopReason> {
+        let now = Instant::now();
+        if now >= self.deadline {
+            self.stop = Some(StopReason::Timeout);
+            return self.stop;
+        }
+        if let Some(w) = &mut self.workspace
+            && now >= w.next_check
+        {
+            w.next_check = now + WORKSPACE_CHECK_EVERY;
+            let u = w.workspace.usage(w.max_entries);
+            if u.bytes > w.max_bytes || u.entries > w.max_entries {
+                self.stop = Some(StopReason::Disk);
+                return self.stop;
+            }
+        }
+        None
+    }
+}
+
+impl WasiView for RunState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl bindings::broker::Host for RunState {
+    async fn call(
+        &mut self,
+        api: String,
+        req: bindings::broker::Request,
+    ) -> wasmtime::Result<Result<bindings::broker::Response, bindings::broker::CallError>> {
+        Ok(self.broker.call(&api, req).await)
+    }
+}

@@ -1,0 +1,378 @@
+//! The run's workspace: a fresh directory, preopened in the guest as
+//! `/work`, that holds the request's files on the way in and the guest's
+//! artifacts (`/work/out`) on the way out.
+//!
+//! All access goes through a `cap_std::fs::Dir` rooted at the workspace, so
+//! no name — the caller's or the guest's — can reach outside it, and every
+//! name is also checked before use so that a bad one is a clear error rather
+//! than a quiet sandboxed failure. The directory is removed when the
+//! [`Workspace`] is dropped.
+
+use crate::blob::Blob;
+use crate::envelope::Envelope;
+use crate::run::{Artifact, InputFile, RefusedArtifact};
+use cap_std::fs::Dir;
+use sha2::{Digest, Sha256};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Where artifacts are collected from, relative to the workspace.
+pub const OUT_DIR: &str = "out";
+/// Longest file path accepted from a request, in bytes.
+pub const MAX_PATH_BYTES: usize = 1024;
+/// Longest single name, in bytes.
+pub const MAX_NAME_BYTES: usize = 255;
+/// Deepest directory nesting walked or created.
+pub const MAX_DEPTH: usize = 16;
+
+/// Why the workspace could not be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error("file path {path:?} is not allowed: {why}")]
+    BadPath { path: String, why: &'static str },
+    #[error("file path {0:?} appears twice")]
+    Duplicate(String),
+    #[error("the request has {count} files; at most {max} are allowed")]
+    TooManyFiles { count: u64, max: u64 },
+    #[error("the request's files hold {bytes} bytes; at most {max} are allowed")]
+    TooManyBytes { bytes: u64, max: u64 },
+    #[error("workspace I/O failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Artifacts collected after a run.
+#[derive(Debug, Default)]
+pub struct Collected {
+    pub artifacts: Vec<Artifact>,
+    pub truncated: bool,
+    pub refused: Vec<RefusedArtifact>,
+}
+
+/// Space the workspace uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkspaceUsage {
+    /// Sum of file lengths (apparent size: a sparse file counts in full).
+    pub bytes: u64,
+    /// Directory entries.
+    pub entries: u64,
+}
+
+/// One run's workspace directory.
+#[derive(Debug)]
+pub struct Workspace {
+    // Declared first so that the handle closes before the directory goes.
+    root: Dir,
+    dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    /// Creates a fresh workspace (mode 0700) under `base`, with an empty
+    /// `out/`.
+    pub fn create(base: &Path) -> Result<Self, WorkspaceError> {
+        std::fs::create_dir_all(base)?;
+        let dir = tempfile::Builder::new().prefix("run-").tempdir_in(base)?;
+        let root = Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority())?;
+        root.create_dir(OUT_DIR)?;
+        Ok(Workspace { root, dir })
+    }
+
+    /// The host path of the workspace (what is preopened as `/work`).
+    pub fn host_path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Checks every file of the request against the envelope, then writes
+    /// them. Nothing is written unless all are acceptable.
+    pub fn place_files(&self, files: &[InputFile], env: &Envelope) -> Result<(), WorkspaceError> {
+        if files.len() as u64 > env.files {
+            return Err(WorkspaceError::TooManyFiles {
+                count: files.len() as u64,
+                max: env.files,
+            });
+        }
+        let bytes: u64 = files.iter().map(|f| f.content.len() as u64).sum();
+        if bytes > env.file_bytes {
+            return Err(WorkspaceError::TooManyBytes {
+                bytes,
+                max: env.file_bytes,
+            });
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        let mut checked = Vec::with_capacity(files.len());
+        for f in files {
+            let rel = check_relative_path(&f.path)?;
+            if !seen.insert(rel.clone()) {
+                return Err(WorkspaceError::Duplicate(f.path.clone()));
+            }
+            checked.push((rel, &f.content));
+        }
+        for (rel, content) in checked {
+            if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+                self.root.create_dir_all(parent)?;
+            }
+            self.root.write(&rel, content.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Measures the workspace, stopping early once `max_entries` is passed.
+    pub fn usage(&self, max_entries: u64) -> WorkspaceUsage {
+        let mut u = WorkspaceUsage::default();
+        measure(&self.root, 0, max_entries, &mut u);
+        u
+    }
+
+    /// Collects regular files under `/work/out`, within the envelope's
+    /// artifact caps. Symlinks, devices, FIFOs, sockets, non-UTF-8 names and
+    /// anything nested deeper than [`MAX_DEPTH`] are refused by name.
+    pub fn collect_artifacts(&self, env: &Envelope) -> Collected {
+        let mut c = Collected::default();
+        // The guest has finished, so nothing changes `out` between this
+        // check and the open: a symlink is refused, never followed.
+        let is_dir = self
+            .root
+            .symlink_metadata(OUT_DIR)
+            .map(|m| m.is_dir())
+            .unwrap_or(false);
+        let out = match self.root.open_dir(OUT_DIR).ok().filter(|_| is_dir) {
+            Some(d) => d,
+            None => {
+                // The guest removed `out/` or replaced it with something
+                // else: nothing to collect, but say so.
+                c.refused.push(RefusedArtifact {
+                    path: String::new(),
+                    reason: "out_not_a_directory".into(),
+                });
+                return c;
+            }
+        };
+        let mut budget = (env.artifact_files, env.artifact_bytes);
+        collect(&out, "", 0, &mut budget, &mut c);
+        c.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
+        c
+    }
+}
+
+/// Validates a request path and returns it as a relative `PathBuf`.
+fn check_relative_path(p: &str) -> Result<PathBuf, WorkspaceError> {
+    let bad = |why| WorkspaceError::BadPath {
+        path: p.chars().take(128).collect(),
+        why,
+    };
+    if p.is_empty() {
+        return Err(bad("empty"));
+    }
+    if p.len() > MAX_PATH_BYTES {
+        return Err(bad("longer than 1024 bytes"));
+    }
+    if p.starts_with('/') {
+        return Err(bad("absolute"));
+    }
+    if p.contains('\\') {
+        return Err(bad("contains a backslash"));
+    }
+    if p.chars().any(char::is_control) {
+        return Err(bad("contains a control character"));
+    }
+    let mut out = PathBuf::new();
+    let mut depth = 0;
+    for seg in p.split('/') {
+        match seg {
+            "" => return Err(bad("has an empty segment")),
+            "." | ".." => return Err(bad("has a `.` or `..` segment")),
+            s if s.len() > MAX_NAME_BYTES => return Err(bad("has a name longer than 255 bytes")),
+            s => out.push(s),
+        }
+        depth += 1;
+        if depth > MAX_DEPTH {
+            return Err(bad("nested too deep"));
+        }
+    }
+    Ok(out)
+}
+
+fn measure(dir: &Dir, depth: usize, max_entries: u64, u: &mut WorkspaceUsage) {
+    let Ok(entries) = dir.entries() else { return };
+    for entry in entries.flatten() {
+        u.entries += 1;
+        if u.entries > max_entries {
+            return;
+        }
+        let Ok(ft) = entry.file_type() else { continue };
+        if ft.is_dir() {
+            if depth < 64 {
+                if let Ok(sub) = entry.open_dir() {
+                    measure(&sub, depth + 1, max_entries, u);
+                }
+            } else {
+                // Deeper than any legitimate tree: count it as over the cap
+                // rather than recurse without bound.
+                u.entries = max_entries.saturating_add(1);
+                return;
+            }
+        } else if let Ok(md) = entry.metadata() {
+            u.bytes = u.bytes.saturating_add(md.len());
+        }
+    }
+}
+
+fn collect(dir: &Dir, prefix: &str, depth: usize, budget: &mut (u64, u64), c: &mut Collected) {
+    let Ok(entries) = dir.entries() else { return };
+    let mut names: Vec<_> = entries.flatten().collect();
+    names.sort_by_key(|e| e.file_name());
+    for entry in names {
+        let raw = entry.file_name();
+        let shown = format!("{prefix}{}", raw.to_string_lossy());
+        let refuse = |c: &mut Collected, reason: &str| {
+            c.refused.push(RefusedArtifact {
+                path: shown.chars().take(256).collect(),
+                reason: reason.to_owned(),
+            })
+        };
+        let Some(name) = raw.to_str() else {
+            refuse(c, "name_not_utf8");
+            continue;
+        };
+        if name.chars().any(char::is_control) || name.contains('\\') {
+            refuse(c, "name_not_allowed");
+            continue;
+        }
+        let Ok(ft) = entry.file_type() else {
+            refuse(c, "unreadable");
+            continue;
+        };
+        if ft.is_symlink() {
+            refuse(c, "symlink");
+        } else if ft.is_dir() {
+            if depth + 1 >= MAX_DEPTH {
+                refuse(c, "too_deep");
+                continue;
+            }
+            match dir.open_dir(name) {
+                Ok(sub) => collect(&sub, &format!("{prefix}{name}/"), depth + 1, budget, c),
+                Err(_) => refuse(c, "unreadable"),
+            }
+        } else if ft.is_file() {
+            if c.truncated {
+                continue;
+            }
+            let Ok(md) = entry.metadata() else {
+                refuse(c, "unreadable");
+                continue;
+            };
+            if budget.0 == 0 || md.len() > budget.1 {
+                c.truncated = true;
+                continue;
+            }
+            let mut content = Vec::new();
+            let read = entry
+                .open()
+                .and_then(|f| f.take(budget.1.saturating_add(1)).read_to_end(&mut content));
+            if read.is_err() {
+                refuse(c, "unreadable");
+                continue;
+            }
+            if content.len() as u64 > budget.1 {
+                // It grew between stat and read; treat as over the cap.
+                c.truncated = true;
+                continue;
+            }
+            budget.0 -= 1;
+            budget.1 -= content.len() as u64;
+            c.artifacts.push(Artifact {
+                path: format!("{prefix}{name}"),
+                size: content.len() as u64,
+                sha256: hex::encode(Sha256::digest(&content)),
+                content: Blob(content),
+            });
+        } else {
+            refuse(c, "not_a_regular_file");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(path: &str, content: &str) -> InputFile {
+        InputFile {
+            path: path.into(),
+            content: content.into(),
+        }
+    }
+
+    #[test]
+    fn rejects_escaping_and_odd_names() {
+        for p in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "a//b",
+            "./a",
+            "a\\b",
+            "a\nb",
+            "a/.",
+        ] {
+            assert!(check_relative_path(p).is_err(), "{p:?} accepted");
+        }
+        assert!(check_relative_path(&"a/".repeat(20)).is_err());
+        assert!(check_relative_path(&"x".repeat(300)).is_err());
+        assert!(check_relative_path("data/in.csv").is_ok());
+    }
+
+    #[test]
+    fn files_round_trip_as_artifacts_and_the_directory_goes_away() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::create(base.path()).expect("workspace");
+        let path = ws.host_path().to_path_buf();
+        let env = Envelope::default();
+        ws.place_files(
+            &[file("out/a.txt", "alpha"), file("out/d/b.txt", "beta")],
+            &env,
+        )
+        .expect("placed");
+        std::os::unix::fs::symlink("/etc/passwd", path.join("out/link")).expect("symlink");
+        let c = ws.collect_artifacts(&env);
+        let names: Vec<_> = c.artifacts.iter().map(|a| a.path.as_str()).collect();
+        assert_eq!(names, ["a.txt", "d/b.txt"]);
+        assert_eq!(c.refused.len(), 1);
+        assert_eq!(c.refused[0].reason, "symlink");
+        drop(ws);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn caps_are_checked_before_anything_is_written() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::create(base.path()).expect("workspace");
+        let env = Envelope {
+            files: 1,
+            ..Envelope::default()
+        };
+        let err = ws.place_files(&[file("a", "1"), file("b", "2")], &env);
+        assert!(matches!(err, Err(WorkspaceError::TooManyFiles { .. })));
+        let err = ws.place_files(&[file("a", "1"), file("../b", "2")], &Envelope::default());
+        assert!(matches!(err, Err(WorkspaceError::BadPath { .. })));
+        assert!(!ws.host_path().join("a").exists());
+    }
+
+    #[test]
+    fn artifact_caps_truncate() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::create(base.path()).expect("workspace");
+        let env = Envelope {
+            artifact_bytes: 4,
+            ..Envelope::default()
+        };
+        ws.place_files(
+            &[file("out/a", "12"), file("out/b", "345")],
+            &Envelope::default(),
+        )
+        .expect("placed");
+        let c = ws.collect_artifacts(&env);
+        assert_eq!(c.artifacts.len(), 1);
+        assert!(c.truncated);
+    }
+}

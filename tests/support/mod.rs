@@ -1,0 +1,86 @@
+//! Helpers shared by the end-to-end tests.
+#![allow(dead_code)]
+
+use plimsoll::{EngineOptions, ProviderKind, RuntimeConfig, Sandbox, SandboxConfig};
+use std::path::{Path, PathBuf};
+
+/// Where `make guests` leaves the guest components.
+pub fn guests_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("PLIMSOLL_GUESTS_DIR") {
+        return PathBuf::from(d);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guests")
+}
+
+/// The bytes of guest `name`. Panics with how to build it when missing:
+/// the guests are the project's own, so a missing one is a setup error,
+/// not a reason to skip.
+pub fn guest_bytes(name: &str) -> Vec<u8> {
+    let p = guests_dir().join(format!("{name}.wasm"));
+    std::fs::read(&p).unwrap_or_else(|e| {
+        panic!(
+            "guest {} is missing ({e}); build the guests first with `make guests`",
+            p.display()
+        )
+    })
+}
+
+/// A sandbox with the `wasm` provider, its state in `dir`, and every
+/// example guest registered under its name.
+pub fn sandbox_in(dir: &Path, tweak: impl FnOnce(&mut SandboxConfig)) -> Sandbox {
+    let mut cfg = SandboxConfig {
+        provider: ProviderKind::Wasm,
+        runtime: RuntimeConfig {
+            engine: EngineOptions {
+                max_live_instances: 64,
+                ..EngineOptions::default()
+            },
+            cache_dir: Some(dir.join("components")),
+            workspace_dir: dir.join("work"),
+        },
+        ..SandboxConfig::default()
+    };
+    tweak(&mut cfg);
+    let sandbox = Sandbox::new(cfg).expect("sandbox");
+    for name in EXAMPLES {
+        sandbox
+            .register(name, &guest_bytes(name))
+            .expect("register guest");
+    }
+    sandbox
+}
+
+/// Every example guest.
+pub const EXAMPLES: &[&str] = &[
+    "hello",
+    "echo",
+    "fail",
+    "broker_caller",
+    "spin",
+    "membomb",
+    "stackoverflow",
+    "flood",
+    "escape",
+    "snoop",
+    "socket",
+    "bigartifact",
+    "churn",
+    "marker",
+    "listwork",
+];
+
+/// Entries directly under `dir` (0 when it does not exist).
+pub fn entries(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0)
+}
+
+/// This process's resident set size in bytes, from /proc.
+pub fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .expect("VmRSS line")
+}
