@@ -30,7 +30,8 @@ fn sandbox(dir: &Path, pooling: bool, fuel: bool) -> Sandbox {
                 ..EngineOptions::default()
             },
             cache_dir: Some(dir.join("components")),
-            workspace_dir: dir.join("work"),
+            // The library's default: a tmpfs when the machine has one.
+            workspace_dir: plimsoll::config::default_work_dir(dir),
         },
         ..SandboxConfig::default()
     })
@@ -41,13 +42,78 @@ fn sandbox(dir: &Path, pooling: bool, fuel: bool) -> Sandbox {
     s
 }
 
-fn percentiles(s: &Sandbox, rt: &tokio::runtime::Runtime, label: &str) {
-    let req = RunRequest::component("hello");
+/// The floor: the same engine configuration, a bare WASI context (memory
+/// pipes, no workspace, no envelope, no classification), instantiate from
+/// `InstancePre`, call `run`, drop.
+mod bare {
+    use plimsoll::engine::SandboxEngine;
+    use wasmtime::Store;
+    use wasmtime::component::{Component, Linker, ResourceTable};
+    use wasmtime_wasi::p2::bindings::CommandPre;
+    use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+    use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+    pub struct State {
+        ctx: WasiCtx,
+        table: ResourceTable,
+    }
+    impl WasiView for State {
+        fn ctx(&mut self) -> WasiCtxView<'_> {
+            WasiCtxView {
+                ctx: &mut self.ctx,
+                table: &mut self.table,
+            }
+        }
+    }
+
+    pub struct Bare {
+        engine: SandboxEngine,
+        pre: CommandPre<State>,
+    }
+
+    impl Bare {
+        pub fn new(bytes: &[u8]) -> Bare {
+            let engine = SandboxEngine::new(plimsoll::EngineOptions {
+                fuel: false,
+                ..Default::default()
+            })
+            .expect("engine");
+            let mut linker = Linker::new(engine.engine());
+            wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("link");
+            let component = Component::new(engine.engine(), bytes).expect("compile");
+            let pre =
+                CommandPre::new(linker.instantiate_pre(&component).expect("pre")).expect("command");
+            Bare { engine, pre }
+        }
+
+        pub async fn run(&self) {
+            let ctx = WasiCtx::builder()
+                .stdout(MemoryOutputPipe::new(4096))
+                .build();
+            let mut store = Store::new(
+                self.engine.engine(),
+                State {
+                    ctx,
+                    table: ResourceTable::new(),
+                },
+            );
+            store.set_epoch_deadline(u64::MAX / 2);
+            let cmd = self
+                .pre
+                .instantiate_async(&mut store)
+                .await
+                .expect("instantiate");
+            let r = cmd.wasi_cli_run().call_run(&mut store).await.expect("run");
+            assert!(r.is_ok());
+        }
+    }
+}
+
+fn percentiles(label: &str, mut one: impl FnMut()) {
     let mut times: Vec<Duration> = (0..3000)
         .map(|_| {
             let t = Instant::now();
-            let r = rt.block_on(s.run(&req));
-            assert_eq!(r.status, Status::Ok);
+            one();
             t.elapsed()
         })
         .collect();
@@ -72,13 +138,22 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("hello_fresh_instance");
     g.throughput(Throughput::Elements(1));
+    let bytes = std::fs::read(guests_dir().join("hello.wasm")).expect("hello.wasm");
+    let floor = bare::Bare::new(&bytes);
+    percentiles("bare_wasmtime_floor", || rt.block_on(floor.run()));
+    g.bench_function("bare_wasmtime_floor", |b| {
+        b.iter(|| rt.block_on(floor.run()))
+    });
     for (label, pooling, fuel) in [
         ("pooling_fuel", true, true),
         ("pooling_nofuel", true, false),
         ("ondemand_fuel", false, true),
     ] {
         let s = sandbox(dir.path(), pooling, fuel);
-        percentiles(&s, &rt, label);
+        percentiles(label, || {
+            let r = rt.block_on(s.run(&req));
+            assert_eq!(r.status, Status::Ok);
+        });
         g.bench_function(label, |b| {
             b.iter(|| {
                 let r = rt.block_on(s.run(&req));

@@ -322,6 +322,9 @@ async fn a_floor_refusal_executes_nothing() {
         before,
         "a run that executes creates a workspace"
     );
+    // Let the control run's workspace be removed before watching the
+    // directory.
+    assert!(plimsoll::reaper::flush(Duration::from_secs(10)));
 
     for floor in [Tier::Container, Tier::Kernel, Tier::Vm] {
         let before = mtime(&work);

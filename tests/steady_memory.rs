@@ -39,6 +39,7 @@ async fn two_thousand_sequential_runs_leave_rss_flat() {
         growth <= RSS_GROWTH_BOUND,
         "RSS grew by {growth} bytes over 2,000 runs"
     );
+    assert!(plimsoll::reaper::flush(std::time::Duration::from_secs(10)));
     assert_eq!(
         entries(&dir.path().join("work")),
         0,

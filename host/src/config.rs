@@ -11,8 +11,11 @@ use std::path::PathBuf;
 
 /// The operator-wide isolation floor.
 pub const MIN_ISOLATION_ENV: &str = "SANDBOX_MIN_ISOLATION";
-/// Where state lives: the component cache and run workspaces.
+/// Where state lives: the component cache (and workspaces, unless
+/// `PLIMSOLL_WORK_DIR` or a tmpfs says otherwise).
 pub const STATE_DIR_ENV: &str = "PLIMSOLL_STATE_DIR";
+/// Where run workspaces are created.
+pub const WORK_DIR_ENV: &str = "PLIMSOLL_WORK_DIR";
 
 /// A setting that could not be understood.
 #[derive(Debug, thiserror::Error)]
@@ -52,9 +55,28 @@ pub fn default_state_dir() -> PathBuf {
     std::env::temp_dir().join(format!("plimsoll-{uid}"))
 }
 
+/// The default workspace root: `$PLIMSOLL_WORK_DIR`, else a per-user
+/// directory on the `/dev/shm` tmpfs when there is one (workspaces are
+/// small and short-lived; creating and removing them on a disk costs more
+/// than running a small guest), else `<state>/work`.
+pub fn default_work_dir(state: &std::path::Path) -> PathBuf {
+    if let Some(p) = std::env::var_os(WORK_DIR_ENV).filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        // The runtime checks that this directory is ours before using it.
+        return shm.join(format!("plimsoll-{uid}")).join("work");
+    }
+    state.join("work")
+}
+
 impl SandboxConfig {
-    /// Reads `SANDBOX_PROVIDER`, `SANDBOX_MIN_ISOLATION` and
-    /// `PLIMSOLL_STATE_DIR`; everything else keeps its default.
+    /// Reads `SANDBOX_PROVIDER`, `SANDBOX_MIN_ISOLATION`,
+    /// `PLIMSOLL_STATE_DIR` and `PLIMSOLL_WORK_DIR`; everything else keeps
+    /// its default.
     pub fn from_env() -> Result<Self, ConfigError> {
         let provider = match var(PROVIDER_ENV)? {
             Some(v) => v.parse::<ProviderKind>()?,
@@ -70,7 +92,7 @@ impl SandboxConfig {
             min_isolation,
             runtime: RuntimeConfig {
                 cache_dir: Some(state.join("components")),
-                workspace_dir: state.join("work"),
+                workspace_dir: default_work_dir(&state),
                 ..RuntimeConfig::default()
             },
             ..SandboxConfig::default()

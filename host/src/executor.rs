@@ -436,8 +436,14 @@ pub(crate) fn finish(
     r.artifacts_refused = collected.refused;
     r.guest = Some(guest.identity().to_owned());
     r.calls = calls;
-    // Drop the instance before measuring wall time so that teardown counts.
-    drop(prepared);
+    // The instance goes now, so that its pool slot is free for the next run;
+    // the workspace directory is removed on the reaper thread (the caller
+    // has its result and need not wait for the filesystem).
+    let Prepared {
+        store, workspace, ..
+    } = prepared;
+    drop(store);
+    crate::reaper::reap(workspace);
     r.usage = Usage {
         wall_ms: started.elapsed().as_secs_f64() * 1e3,
         instantiate_ms,

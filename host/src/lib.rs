@@ -34,6 +34,7 @@ pub mod guest;
 pub mod limiter;
 pub mod output;
 pub mod provider;
+pub mod reaper;
 pub mod run;
 pub mod runtime;
 pub mod sandbox;

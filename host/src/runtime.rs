@@ -26,7 +26,7 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             engine: EngineOptions::default(),
             cache_dir: None,
-            workspace_dir: std::env::temp_dir().join("plimsoll-work"),
+            workspace_dir: crate::config::default_work_dir(&crate::config::default_state_dir()),
         }
     }
 }

@@ -66,11 +66,14 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    /// Creates a fresh workspace (mode 0700) under `base`, with an empty
-    /// `out/`.
+    /// Creates a fresh workspace (mode 0700) under `base`, which must
+    /// exist, with an empty `out/`.
     pub fn create(base: &Path) -> Result<Self, WorkspaceError> {
-        std::fs::create_dir_all(base)?;
-        let dir = tempfile::Builder::new().prefix("run-").tempdir_in(base)?;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::Builder::new()
+            .prefix("run-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir_in(base)?;
         let root = Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority())?;
         root.create_dir(OUT_DIR)?;
         Ok(Workspace { root, dir })
@@ -327,6 +330,12 @@ mod tests {
         let base = tempfile::tempdir().expect("tempdir");
         let ws = Workspace::create(base.path()).expect("workspace");
         let path = ws.host_path().to_path_buf();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(
+                &std::fs::metadata(&path).expect("md").permissions()
+            ) & 0o777,
+            0o700
+        );
         let env = Envelope::default();
         ws.place_files(
             &[file("out/a.txt", "alpha"), file("out/d/b.txt", "beta")],

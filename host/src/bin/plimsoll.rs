@@ -125,7 +125,9 @@ fn sandbox_config(common: &CommonArgs) -> Result<SandboxConfig, String> {
     }
     if let Some(dir) = &common.state_dir {
         cfg.runtime.cache_dir = Some(dir.join("components"));
-        cfg.runtime.workspace_dir = dir.join("work");
+        if std::env::var_os(plimsoll::config::WORK_DIR_ENV).is_none() {
+            cfg.runtime.workspace_dir = dir.join("work");
+        }
     }
     cfg.runtime.engine.fuel = !common.no_fuel;
     Ok(cfg)
@@ -232,6 +234,9 @@ async fn run(args: RunArgs) -> ExitCode {
         };
         sandbox.run_guest(&guest, &req).await
     };
+    // Workspaces are removed in the background; wait for that before the
+    // process exits, or the last one would stay on disk.
+    plimsoll::reaper::flush(std::time::Duration::from_secs(10));
     report(&result, args.json)
 }
 
