@@ -1,32 +1,107 @@
-//! The host side of the `broker` import: every guest call passes the run's
-//! grant check, is counted against the call budget, and is recorded in the
-//! CallTrace, whether it is delivered or not.
+//! The host side of the `broker` import.
+//!
+//! Every guest call is counted against the run's budget, checked against the
+//! named grant (method, canonical path, route template, headers, body size),
+//! sent upstream by the host with the credential added, and recorded in the
+//! run's CallTrace — delivered or not. A refusal is a typed `call-error`;
+//! the run goes on.
 
 use crate::bindings::broker::{CallError, Request, Response};
-use crate::grant::GrantSet;
+use crate::envelope::Envelope;
+use crate::grant::headers::{MAX_RESPONSE_HEADERS, check_request_headers, response_header_passes};
+use crate::grant::route::{Method, canonical_target};
+use crate::grant::{Grant, GrantSet};
 use crate::trace::{CallOutcome, CallRecord, CallTrace};
-use std::time::Instant;
+use crate::upstream::{Upstream, UpstreamError};
+use bytes::Bytes;
+use http_body_util::Full;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use zeroize::Zeroizing;
 
-/// Methods the broker knows. Anything else is denied before any lookup.
-const METHODS: [&str; 5] = ["GET", "PUT", "POST", "DELETE", "PATCH"];
+/// The longest `Retry-After` the broker honours; longer values are cut to
+/// this so that an upstream cannot shut a grant for hours.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+/// The pause after a 429/503 without a usable `Retry-After`.
+pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// The process-wide part of the broker: the HTTP client and the
+/// `Retry-After` breakers, which belong to the upstream, not to one run.
+#[derive(Debug, Default)]
+pub struct Broker {
+    upstream: Upstream,
+    /// Grant profile name → instant until which calls are shed.
+    breakers: Mutex<HashMap<String, Instant>>,
+}
+
+impl Broker {
+    /// A broker with no open connections.
+    pub fn new() -> Self {
+        Broker::default()
+    }
+
+    fn breaker_open(&self, profile: &str) -> bool {
+        let mut b = self.breakers.lock().unwrap_or_else(|p| p.into_inner());
+        match b.get(profile) {
+            Some(until) if Instant::now() < *until => true,
+            Some(_) => {
+                b.remove(profile);
+                false
+            }
+            None => false,
+        }
+    }
+
+    fn trip(&self, profile: &str, pause: Duration) {
+        let mut b = self.breakers.lock().unwrap_or_else(|p| p.into_inner());
+        b.insert(
+            profile.to_owned(),
+            Instant::now() + pause.min(MAX_RETRY_AFTER),
+        );
+    }
+}
 
 /// The broker's state for one run.
 #[derive(Debug)]
 pub struct RunBroker {
+    broker: Arc<Broker>,
     grants: GrantSet,
     calls_left: u64,
+    per_grant_used: HashMap<String, u64>,
     request_cap: u64,
+    response_cap: u64,
+    call_timeout: Duration,
+    deadline: Instant,
     trace: CallTrace,
 }
 
+fn denied(why: &str) -> CallError {
+    CallError::Denied(why.to_owned())
+}
+
+fn retry_after(headers: &http::HeaderMap) -> Duration {
+    headers
+        .get(http::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_RETRY_AFTER)
+}
+
 impl RunBroker {
-    /// A broker for one run with `grants`, a budget of `calls` calls and a
-    /// request body cap of `request_cap` bytes.
-    pub fn new(grants: GrantSet, calls: u64, request_cap: u64) -> Self {
+    /// A broker for one run with `grants`, its budgets and caps from `env`,
+    /// and every call ending before `deadline`.
+    pub fn new(broker: Arc<Broker>, grants: GrantSet, env: &Envelope, deadline: Instant) -> Self {
         RunBroker {
+            broker,
             grants,
-            calls_left: calls,
-            request_cap,
+            calls_left: env.broker_calls,
+            per_grant_used: HashMap::new(),
+            request_cap: env.request_bytes,
+            response_cap: env.response_bytes,
+            call_timeout: Duration::from_millis(env.broker_call_ms),
+            deadline,
             trace: CallTrace::default(),
         }
     }
@@ -36,22 +111,27 @@ impl RunBroker {
         &self.trace
     }
 
-    /// Takes the trace (between evaluations of a session) and sets a new
-    /// budget.
-    pub fn take_trace(&mut self, next_calls: u64) -> CallTrace {
-        self.calls_left = next_calls;
+    /// Starts the next evaluation of a session: a fresh trace, budget and
+    /// deadline. Returns the previous trace.
+    pub fn next_run(&mut self, env: &Envelope, deadline: Instant) -> CallTrace {
+        self.calls_left = env.broker_calls;
+        self.per_grant_used.clear();
+        self.request_cap = env.request_bytes;
+        self.response_cap = env.response_bytes;
+        self.call_timeout = Duration::from_millis(env.broker_call_ms);
+        self.deadline = deadline;
         std::mem::take(&mut self.trace)
     }
 
     /// Handles one `broker.call` from the guest.
     pub async fn call(&mut self, api: &str, req: Request) -> Result<Response, CallError> {
         let started = Instant::now();
-        let method = normalise_method(&req.method);
-        let grant = self.grants.get(api).map(|g| g.name.clone());
+        let grant = self.grants.get(api).cloned();
+        let method = Method::parse(&req.method);
         let mut rec = CallRecord {
             seq: 0,
-            grant: grant.clone(),
-            method: method.map(str::to_owned),
+            grant: grant.as_ref().map(|g| g.name().to_owned()),
+            method: method.map(|m| m.as_str().to_owned()),
             route: None,
             outcome: CallOutcome::Denied,
             reason: None,
@@ -60,72 +140,140 @@ impl RunBroker {
             response_bytes: 0,
             latency_us: 0,
         };
-        let result = self.decide(grant.is_some(), method, &req);
-        match &result {
-            Err(CallError::BudgetExhausted) => rec.outcome = CallOutcome::BudgetExhausted,
-            Err(CallError::RequestTooLarge) => rec.outcome = CallOutcome::RequestTooLarge,
-            Err(CallError::Denied(why)) => {
-                rec.outcome = CallOutcome::Denied;
-                rec.reason = Some(why.clone());
-            }
-            Err(CallError::ResponseTooLarge) => rec.outcome = CallOutcome::ResponseTooLarge,
-            Err(CallError::Timeout) => rec.outcome = CallOutcome::Timeout,
-            Err(CallError::Upstream(_)) => rec.outcome = CallOutcome::UpstreamError,
+        let result = self.handle(grant, method, req, &mut rec).await;
+        rec.outcome = match &result {
             Ok(resp) => {
-                rec.outcome = CallOutcome::Delivered;
                 rec.status = Some(resp.status);
                 rec.response_bytes = resp.body.len() as u64;
+                CallOutcome::Delivered
             }
-        }
+            Err(CallError::Denied(why)) => {
+                rec.reason = Some(why.clone());
+                CallOutcome::Denied
+            }
+            Err(CallError::BudgetExhausted) => CallOutcome::BudgetExhausted,
+            Err(CallError::RequestTooLarge) => CallOutcome::RequestTooLarge,
+            Err(CallError::ResponseTooLarge) => CallOutcome::ResponseTooLarge,
+            Err(CallError::Timeout) => CallOutcome::Timeout,
+            Err(CallError::Upstream(why)) if why.starts_with("shed") => CallOutcome::Shed,
+            Err(CallError::Upstream(_)) => CallOutcome::UpstreamError,
+        };
         rec.latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         self.trace.push(rec);
         result
     }
 
-    fn decide(
+    async fn handle(
         &mut self,
-        has_grant: bool,
-        method: Option<&str>,
-        req: &Request,
+        grant: Option<Arc<Grant>>,
+        method: Option<Method>,
+        req: Request,
+        rec: &mut CallRecord,
     ) -> Result<Response, CallError> {
+        // Every call counts, refused or not: a guest cannot spin on denied
+        // calls for free.
         if self.calls_left == 0 {
             return Err(CallError::BudgetExhausted);
         }
         self.calls_left -= 1;
-        if !has_grant {
-            return Err(CallError::Denied(
-                "this run has no grant of that name".to_owned(),
-            ));
+        let Some(grant) = grant else {
+            return Err(denied("this run has no grant of that name"));
+        };
+        let used = self
+            .per_grant_used
+            .entry(grant.name().to_owned())
+            .or_insert(0);
+        if *used >= grant.profile.max_calls {
+            return Err(CallError::BudgetExhausted);
         }
-        if method.is_none() {
-            return Err(CallError::Denied("method not allowed".to_owned()));
-        }
+        *used += 1;
+        let Some(method) = method else {
+            return Err(denied("method not allowed"));
+        };
+        let target = canonical_target(&req.path).map_err(|d| denied(d.as_str()))?;
+        let Some(route) = grant
+            .profile
+            .routes
+            .iter()
+            .find(|r| r.matches(method, &target))
+        else {
+            return Err(denied("no route of the grant matches"));
+        };
+        rec.route = Some(route.path_template().to_owned());
+        let headers = check_request_headers(&req.headers).map_err(|d| denied(d.as_str()))?;
         if req.body.len() as u64 > self.request_cap {
             return Err(CallError::RequestTooLarge);
         }
-        // Grants with routes arrive with the grants issue; until then a
-        // grant allows nothing.
-        Err(CallError::Denied(
-            "no route of the grant matches".to_owned(),
-        ))
+        if self.broker.breaker_open(grant.name()) {
+            return Err(CallError::Upstream(
+                "shed: the upstream asked for a pause (Retry-After)".to_owned(),
+            ));
+        }
+        let remaining = self.deadline.saturating_duration_since(Instant::now());
+        let timeout = self.call_timeout.min(remaining);
+        if timeout.is_zero() {
+            return Err(CallError::Timeout);
+        }
+        let uri = format!("{}{}", grant.profile.origin.url(), req.path);
+        let mut builder = http::Request::builder().method(method.as_str()).uri(uri);
+        for (name, value) in &headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        if let Some(cred) = &grant.credential {
+            let mut v = Zeroizing::new(Vec::with_capacity(cred.len() + 7));
+            v.extend_from_slice(b"Bearer ");
+            v.extend_from_slice(cred.expose());
+            let mut hv = http::HeaderValue::from_bytes(&v).map_err(|_| {
+                CallError::Upstream("the grant's credential is not a valid header value".to_owned())
+            })?;
+            hv.set_sensitive(true);
+            builder = builder.header(http::header::AUTHORIZATION, hv);
+        }
+        let request = builder
+            .body(Full::new(Bytes::from(req.body)))
+            .map_err(|_| denied("the request could not be formed"))?;
+        match self
+            .broker
+            .upstream
+            .send(request, self.response_cap, timeout)
+            .await
+        {
+            Ok(resp) => {
+                if resp.status == 429 || resp.status == 503 {
+                    self.broker.trip(grant.name(), retry_after(&resp.headers));
+                }
+                let headers = resp
+                    .headers
+                    .iter()
+                    .filter(|(n, _)| response_header_passes(n.as_str()))
+                    .filter_map(|(n, v)| {
+                        v.to_str()
+                            .ok()
+                            .map(|v| (n.as_str().to_owned(), v.to_owned()))
+                    })
+                    .take(MAX_RESPONSE_HEADERS)
+                    .collect();
+                Ok(Response {
+                    status: resp.status,
+                    headers,
+                    body: resp.body.to_vec(),
+                })
+            }
+            Err(UpstreamError::Timeout) => Err(CallError::Timeout),
+            Err(UpstreamError::TooLarge) => Err(CallError::ResponseTooLarge),
+            Err(UpstreamError::Failed(why)) => Err(CallError::Upstream(why.to_owned())),
+        }
     }
-}
-
-/// The method in upper case if it is one the broker knows.
-fn normalise_method(m: &str) -> Option<&'static str> {
-    METHODS
-        .into_iter()
-        .find(|known| known.eq_ignore_ascii_case(m))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn req() -> Request {
+    fn req(method: &str, path: &str) -> Request {
         Request {
-            method: "get".into(),
-            path: "/v1/orders/1".into(),
+            method: method.into(),
+            path: path.into(),
             headers: vec![],
             body: vec![],
         }
@@ -133,17 +281,22 @@ mod tests {
 
     #[tokio::test]
     async fn without_grants_every_call_is_denied_and_traced() {
-        let mut b = RunBroker::new(GrantSet::empty(), 2, 1024);
+        let env = Envelope {
+            broker_calls: 2,
+            ..Envelope::default()
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut b = RunBroker::new(Arc::new(Broker::new()), GrantSet::empty(), &env, deadline);
         assert!(matches!(
-            b.call("orders", req()).await,
+            b.call("orders", req("get", "/v1/orders/1")).await,
             Err(CallError::Denied(_))
         ));
         assert!(matches!(
-            b.call("x\r\ny", req()).await,
+            b.call("x\r\ny", req("FROB", "/x")).await,
             Err(CallError::Denied(_))
         ));
         assert!(matches!(
-            b.call("orders", req()).await,
+            b.call("orders", req("GET", "/v1/orders/1")).await,
             Err(CallError::BudgetExhausted)
         ));
         let t = b.trace();
@@ -153,6 +306,26 @@ mod tests {
         // The guest's strings are not recorded.
         assert!(t.rows.iter().all(|r| r.grant.is_none()));
         let json = serde_json::to_string(t).unwrap_or_default();
-        assert!(!json.contains("orders/1"));
+        assert!(!json.contains("orders/1") && !json.contains("FROB"));
+    }
+
+    #[test]
+    fn retry_after_is_bounded() {
+        let broker = Broker::new();
+        broker.trip("p", Duration::from_secs(3600));
+        assert!(broker.breaker_open("p"));
+        let until = broker.breakers.lock().map(|b| b["p"]).expect("lock");
+        assert!(until <= Instant::now() + MAX_RETRY_AFTER);
+        let mut h = http::HeaderMap::new();
+        h.insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_static("7"),
+        );
+        assert_eq!(retry_after(&h), Duration::from_secs(7));
+        h.insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&h), DEFAULT_RETRY_AFTER);
     }
 }

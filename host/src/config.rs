@@ -26,6 +26,8 @@ pub enum ConfigError {
     Tier(#[from] UnknownTier),
     #[error("{name} is not valid UTF-8")]
     NotUtf8 { name: &'static str },
+    #[error(transparent)]
+    Grants(#[from] crate::grant::GrantsFileError),
 }
 
 fn var(name: &'static str) -> Result<Option<String>, ConfigError> {
@@ -75,8 +77,9 @@ pub fn default_work_dir(state: &std::path::Path) -> PathBuf {
 
 impl SandboxConfig {
     /// Reads `SANDBOX_PROVIDER`, `SANDBOX_MIN_ISOLATION`,
-    /// `PLIMSOLL_STATE_DIR` and `PLIMSOLL_WORK_DIR`; everything else keeps
-    /// its default.
+    /// `PLIMSOLL_STATE_DIR`, `PLIMSOLL_WORK_DIR` and `PLIMSOLL_GRANTS_FILE`
+    /// (which is checked completely: a bad file is an error); everything
+    /// else keeps its default.
     pub fn from_env() -> Result<Self, ConfigError> {
         let provider = match var(PROVIDER_ENV)? {
             Some(v) => v.parse::<ProviderKind>()?,
@@ -86,10 +89,17 @@ impl SandboxConfig {
             Some(v) => Some(v.parse::<Tier>()?),
             None => None,
         };
+        let grants = match std::env::var_os(crate::grant::profile::GRANTS_FILE_ENV) {
+            Some(p) if !p.is_empty() => {
+                crate::grant::GrantProfiles::load(std::path::Path::new(&p))?
+            }
+            _ => crate::grant::GrantProfiles::empty(),
+        };
         let state = default_state_dir();
         Ok(SandboxConfig {
             provider,
             min_isolation,
+            grants,
             runtime: RuntimeConfig {
                 cache_dir: Some(state.join("components")),
                 workspace_dir: default_work_dir(&state),

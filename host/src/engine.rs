@@ -41,7 +41,10 @@ impl Default for EngineOptions {
             pooling: true,
             max_live_instances: 256,
             max_memory_bytes: 4 << 30,
-            max_wasm_stack: 512 << 10,
+            // CPython's recursion guard counts frames, not bytes; deep
+            // recursion through C code needs more than wasmtime's 512 KiB
+            // default to end in RecursionError rather than a trap.
+            max_wasm_stack: 4 << 20,
             epoch_tick: Duration::from_millis(10),
         }
     }

@@ -33,6 +33,9 @@ pub struct Envelope {
     pub stdout_bytes: u64,
     /// Captured stderr, in bytes; more ends the run as `output_truncated`.
     pub stderr_bytes: u64,
+    /// An interpreter's `result` value, in bytes; a longer value is cut and
+    /// the run ends as `output_truncated`.
+    pub result_bytes: u64,
     /// Bytes of stdin the request may carry.
     pub stdin_bytes: u64,
     /// Number of files the request may place in the workspace.
@@ -53,6 +56,9 @@ pub struct Envelope {
     pub request_bytes: u64,
     /// Bytes of one broker response body.
     pub response_bytes: u64,
+    /// Time one broker call may take, in milliseconds (always also bounded
+    /// by what is left of the run's wall time).
+    pub broker_call_ms: u64,
 }
 
 impl Default for Envelope {
@@ -66,6 +72,7 @@ impl Default for Envelope {
             instances: 64,
             stdout_bytes: MIB,
             stderr_bytes: MIB,
+            result_bytes: MIB,
             stdin_bytes: 8 * MIB,
             files: 64,
             file_bytes: 16 * MIB,
@@ -76,6 +83,7 @@ impl Default for Envelope {
             broker_calls: 256,
             request_bytes: MIB,
             response_bytes: 4 * MIB,
+            broker_call_ms: 10_000,
         }
     }
 }
@@ -92,6 +100,7 @@ pub struct Limits {
     pub instances: Option<u64>,
     pub stdout_bytes: Option<u64>,
     pub stderr_bytes: Option<u64>,
+    pub result_bytes: Option<u64>,
     pub stdin_bytes: Option<u64>,
     pub files: Option<u64>,
     pub file_bytes: Option<u64>,
@@ -102,6 +111,7 @@ pub struct Limits {
     pub broker_calls: Option<u64>,
     pub request_bytes: Option<u64>,
     pub response_bytes: Option<u64>,
+    pub broker_call_ms: Option<u64>,
 }
 
 /// Why an envelope or a request's limits were rejected.
@@ -140,6 +150,7 @@ macro_rules! for_each_limit {
         $m!(instances, 10_000);
         $m!(stdout_bytes, GIB);
         $m!(stderr_bytes, GIB);
+        $m!(result_bytes, GIB);
         $m!(stdin_bytes, GIB);
         $m!(files, 100_000);
         $m!(file_bytes, 16 * GIB);
@@ -150,6 +161,7 @@ macro_rules! for_each_limit {
         $m!(broker_calls, 1_000_000);
         $m!(request_bytes, GIB);
         $m!(response_bytes, GIB);
+        $m!(broker_call_ms, 300_000);
     };
 }
 

@@ -81,14 +81,15 @@ pub(crate) fn prepare(
         })?;
     wasi.initial_cwd("/work");
 
+    let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms);
     let mut table = ResourceTable::new();
     table.set_max_capacity(MAX_RESOURCES);
     let state = RunState {
         wasi: wasi.build(),
         table,
         limiter: RunLimiter::new(env.memory_bytes, env.table_elements, env.instances),
-        broker: RunBroker::new(grants, env.broker_calls, env.request_bytes),
-        deadline: Instant::now() + Duration::from_millis(env.wall_time_ms),
+        broker: RunBroker::new(rt.broker().clone(), grants, env, deadline),
+        deadline,
         workspace: Some(WorkspaceWatch {
             workspace: workspace.clone(),
             max_bytes: env.workspace_bytes,
@@ -403,12 +404,20 @@ pub(crate) fn finish(
     started: Instant,
     instantiate_ms: f64,
 ) -> RunResult {
-    // `get_fuel` fails exactly when the engine does not count fuel.
-    let fuel = prepared
-        .store
-        .get_fuel()
-        .ok()
-        .map(|left| env.fuel.saturating_sub(left));
+    // `get_fuel` fails exactly when the engine does not count fuel. After a
+    // wall-time interrupt the figure is not known: compiled wasm keeps its
+    // fuel counter in a register that the interrupt does not write back, so
+    // the store's figure would be far too low. Report nothing rather than a
+    // wrong number.
+    let fuel = if c.status == Status::Timeout {
+        None
+    } else {
+        prepared
+            .store
+            .get_fuel()
+            .ok()
+            .map(|left| env.fuel.saturating_sub(left))
+    };
     // The workspace may have grown past its cap between two checks; the
     // final measurement decides.
     let ws = prepared.workspace.usage(env.workspace_entries);
@@ -421,6 +430,26 @@ pub(crate) fn finish(
             message: "the workspace passed its byte or entry limit".into(),
         });
     }
+    let mut result_truncated = false;
+    if let Some(v) = &mut c.result
+        && v.len() as u64 > env.result_bytes
+    {
+        let mut end = usize::try_from(env.result_bytes)
+            .unwrap_or(usize::MAX)
+            .min(v.len());
+        while !v.is_char_boundary(end) {
+            end -= 1;
+        }
+        v.truncate(end);
+        result_truncated = true;
+        if c.status == Status::Ok {
+            c.status = Status::OutputTruncated;
+            c.error = Some(ErrorInfo {
+                code: "output_truncated".into(),
+                message: format!("the result passed its cap of {} bytes", env.result_bytes),
+            });
+        }
+    }
     let collected = prepared.workspace.collect_artifacts(env);
     let state = prepared.store.data();
     let calls = state.broker.trace().clone();
@@ -429,6 +458,7 @@ pub(crate) fn finish(
     r.status = c.status;
     r.exit_code = c.exit_code;
     r.result = c.result;
+    r.result_truncated = result_truncated;
     r.error = c.error;
     r.set_output(prepared.stdout.take(0), prepared.stderr.take(0));
     r.artifacts = collected.artifacts;

@@ -41,6 +41,7 @@ pub mod sandbox;
 pub mod state;
 pub mod tier;
 pub mod trace;
+pub mod upstream;
 pub mod workspace;
 
 pub use blob::Blob;

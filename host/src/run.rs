@@ -159,7 +159,8 @@ pub struct Usage {
     pub wall_ms: f64,
     /// Time to instantiate the guest, in milliseconds (fractional).
     pub instantiate_ms: f64,
-    /// Fuel consumed, when the engine counts fuel.
+    /// Fuel consumed, when the engine counts fuel. `None` after a timeout:
+    /// an interrupted run's fuel counter is not written back.
     pub fuel: Option<u64>,
     /// Highest total linear memory, in bytes.
     pub memory_peak_bytes: u64,
@@ -176,6 +177,8 @@ pub struct RunResult {
     pub exit_code: Option<i32>,
     /// The interpreter's value for the code, when there is one.
     pub result: Option<String>,
+    /// Whether `result` was cut at the envelope's `result_bytes`.
+    pub result_truncated: bool,
     /// Why the run did not succeed, when it did not.
     pub error: Option<ErrorInfo>,
     /// Captured stdout (text; invalid UTF-8 replaced).
@@ -221,6 +224,7 @@ impl RunResult {
             status: Status::Refused,
             exit_code: None,
             result: None,
+            result_truncated: false,
             error: Some(ErrorInfo {
                 code: code.to_owned(),
                 message: message.into(),

@@ -2,6 +2,7 @@
 //! the component cache and the workspace root. One per process.
 
 use crate::bindings;
+use crate::broker::Broker;
 use crate::component_cache::{ComponentCache, LoadError};
 use crate::engine::{EngineError, EngineOptions, SandboxEngine};
 use crate::guest::Guest;
@@ -49,6 +50,7 @@ pub enum RuntimeError {
 
 pub(crate) struct RuntimeInner {
     pub(crate) engine: SandboxEngine,
+    pub(crate) broker: Arc<Broker>,
     pub(crate) linker: Linker<RunState>,
     pub(crate) cache: ComponentCache,
     pub(crate) workspace_dir: PathBuf,
@@ -81,6 +83,7 @@ impl Runtime {
         Ok(Runtime {
             inner: Arc::new(RuntimeInner {
                 engine,
+                broker: Arc::new(Broker::new()),
                 linker,
                 cache,
                 workspace_dir: config.workspace_dir,
@@ -91,6 +94,11 @@ impl Runtime {
     /// The engine.
     pub fn engine(&self) -> &SandboxEngine {
         &self.inner.engine
+    }
+
+    /// The process-wide broker (HTTP client, `Retry-After` breakers).
+    pub fn broker(&self) -> &Arc<Broker> {
+        &self.inner.broker
     }
 
     /// Compiles (or loads from the cache) and links a component.

@@ -8,7 +8,7 @@
 
 use crate::component_cache::LoadError;
 use crate::envelope::{Envelope, EnvelopeError};
-use crate::grant::GrantSet;
+use crate::grant::{GrantProfiles, GrantSet};
 use crate::guest::Guest;
 use crate::provider::{DisabledProvider, Provider, ProviderKind, WasmProvider};
 use crate::run::{RunRequest, RunResult, new_run_id};
@@ -16,6 +16,10 @@ use crate::runtime::{Runtime, RuntimeConfig, RuntimeError};
 use crate::tier::{Isolation, Tier};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// The caller name of runs started through the library without one.
+pub const LOCAL_CALLER: &str = "local";
 
 /// Everything the operator decides.
 #[derive(Debug, Clone)]
@@ -28,6 +32,8 @@ pub struct SandboxConfig {
     pub min_isolation: Option<Tier>,
     /// Engine, cache and workspace settings.
     pub runtime: RuntimeConfig,
+    /// The host's grant profiles (`PLIMSOLL_GRANTS_FILE`).
+    pub grants: GrantProfiles,
 }
 
 impl Default for SandboxConfig {
@@ -37,6 +43,7 @@ impl Default for SandboxConfig {
             envelope: Envelope::default(),
             min_isolation: None,
             runtime: RuntimeConfig::default(),
+            grants: GrantProfiles::empty(),
         }
     }
 }
@@ -62,6 +69,7 @@ pub struct Sandbox {
     runtime: Runtime,
     envelope: Envelope,
     min_isolation: Option<Tier>,
+    grants: GrantProfiles,
     components: RwLock<HashMap<String, Guest>>,
 }
 
@@ -87,6 +95,7 @@ impl Sandbox {
             runtime,
             envelope: config.envelope,
             min_isolation: config.min_isolation,
+            grants: config.grants,
             components: RwLock::new(HashMap::new()),
         })
     }
@@ -99,6 +108,11 @@ impl Sandbox {
     /// The provider's name.
     pub fn provider_name(&self) -> &str {
         self.provider.name()
+    }
+
+    /// The host's grant profiles.
+    pub fn grant_profiles(&self) -> &GrantProfiles {
+        &self.grants
     }
 
     /// The operator's envelope.
@@ -140,8 +154,15 @@ impl Sandbox {
             .cloned()
     }
 
-    /// Runs a request that names a registered component.
+    /// Runs a request that names a registered component, as the local
+    /// caller.
     pub async fn run(&self, req: &RunRequest) -> RunResult {
+        self.run_as(LOCAL_CALLER, req).await
+    }
+
+    /// Runs a request that names a registered component, on behalf of
+    /// `caller`.
+    pub async fn run_as(&self, caller: &str, req: &RunRequest) -> RunResult {
         let run_id = new_run_id();
         let Some(name) = req.component.as_deref() else {
             return RunResult::refused(
@@ -152,7 +173,7 @@ impl Sandbox {
             );
         };
         match self.component(name) {
-            Some(g) => self.run_guest_with_id(&g, req, run_id).await,
+            Some(g) => self.run_guest_with_id(caller, &g, req, run_id).await,
             None => RunResult::refused(
                 run_id,
                 self.isolation(),
@@ -164,11 +185,20 @@ impl Sandbox {
 
     /// Runs `guest` (the request's `component` field is ignored).
     pub async fn run_guest(&self, guest: &Guest, req: &RunRequest) -> RunResult {
-        self.run_guest_with_id(guest, req, new_run_id()).await
+        self.run_guest_with_id(LOCAL_CALLER, guest, req, new_run_id())
+            .await
+    }
+
+    /// Runs `guest` on behalf of `caller` (grant profiles may be limited to
+    /// some callers; a minted JWT names the caller as its subject).
+    pub async fn run_guest_as(&self, caller: &str, guest: &Guest, req: &RunRequest) -> RunResult {
+        self.run_guest_with_id(caller, guest, req, new_run_id())
+            .await
     }
 
     async fn run_guest_with_id(
         &self,
+        caller: &str,
         guest: &Guest,
         req: &RunRequest,
         run_id: String,
@@ -193,13 +223,11 @@ impl Sandbox {
                 ),
             );
         }
-        if !req.grants.is_empty() {
-            return refuse(
-                "unknown_grant",
-                "this sandbox has no grant profiles configured".into(),
-            );
-        }
-        let grants = GrantSet::empty();
+        let budget = Duration::from_millis(env.wall_time_ms);
+        let grants = match GrantSet::resolve(&self.grants, &req.grants, caller, budget) {
+            Ok(g) => g,
+            Err(e) => return refuse(e.code(), e.to_string()),
+        };
         // The floor is checked here, against the provider that will run this
         // request, and nothing awaits between this check and the dispatch.
         let iso = self.provider.isolation();

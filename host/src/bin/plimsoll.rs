@@ -56,6 +56,9 @@ struct CommonArgs {
     /// Do not count fuel (faster; no `cpu_exhausted`, wall time still holds).
     #[arg(long = "no-fuel")]
     no_fuel: bool,
+    /// The grant profiles file (JSON; see docs/grants.md).
+    #[arg(long = "grants-file", env = "PLIMSOLL_GRANTS_FILE")]
+    grants_file: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -67,6 +70,9 @@ struct RunArgs {
     /// A file whose contents are the guest's stdin.
     #[arg(long)]
     stdin: Option<PathBuf>,
+    /// For an interpreter component: a file holding the code to evaluate.
+    #[arg(long)]
+    code: Option<PathBuf>,
     /// A file to place in /work: `HOST_PATH` (as its file name) or
     /// `HOST_PATH=WORK_PATH`. Repeatable.
     #[arg(long = "file", value_parser = clap::value_parser!(std::ffi::OsString))]
@@ -80,6 +86,9 @@ struct RunArgs {
     /// Fuel (CPU) limit.
     #[arg(long)]
     fuel: Option<u64>,
+    /// Attach the grant profile NAME to the run. Repeatable.
+    #[arg(long = "grant")]
+    grants: Vec<String>,
     /// Print the whole result as JSON instead of the guest's output.
     #[arg(long)]
     json: bool,
@@ -130,6 +139,9 @@ fn sandbox_config(common: &CommonArgs) -> Result<SandboxConfig, String> {
         }
     }
     cfg.runtime.engine.fuel = !common.no_fuel;
+    if let Some(path) = &common.grants_file {
+        cfg.grants = plimsoll::grant::GrantProfiles::load(path).map_err(|e| e.to_string())?;
+    }
     Ok(cfg)
 }
 
@@ -146,6 +158,7 @@ fn info(common: CommonArgs) -> ExitCode {
         "provider": sandbox.provider_name(),
         "isolation": sandbox.isolation(),
         "envelope": sandbox.envelope(),
+        "grant_profiles": sandbox.grant_profiles().names().collect::<Vec<_>>(),
         "version": env!("CARGO_PKG_VERSION"),
     });
     println!(
@@ -173,6 +186,13 @@ async fn run(args: RunArgs) -> ExitCode {
     if let Some(p) = &args.stdin {
         match read_capped(p, "stdin file") {
             Ok(b) => req.stdin = Blob(b),
+            Err(e) => return fail(&e),
+        }
+    }
+    if let Some(p) = &args.code {
+        match read_capped(p, "code file").map(String::from_utf8) {
+            Ok(Ok(code)) => req.code = Some(code),
+            Ok(Err(_)) => return fail(&format!("code file {}: not valid UTF-8", p.display())),
             Err(e) => return fail(&e),
         }
     }
@@ -211,6 +231,7 @@ async fn run(args: RunArgs) -> ExitCode {
             Err(e) => return fail(&e),
         }
     }
+    req.grants = args.grants.clone();
     req.limits = Limits {
         wall_time_ms: args.timeout_ms,
         memory_bytes: args.memory_mb.map(|m| m.saturating_mul(1 << 20)),

@@ -5,6 +5,9 @@
 //! Fields may use the escapes `\r`, `\n`, `\t`, `\\` and `\xHH` so that
 //! tests can send any bytes. Each call prints one line:
 //! `ok <status> <body-bytes> <first 200 bytes of the body>` or `err <kind>`.
+//!
+//! A line `DUMP` writes the guest's whole linear memory to
+//! `/work/out/memory.bin`, so that tests can search it for credentials.
 use plimsoll_guest::broker::{self, CallError};
 use std::io::Read;
 
@@ -44,6 +47,27 @@ fn text(s: &str) -> String {
     String::from_utf8_lossy(&unescape(s)).into_owned()
 }
 
+/// Copies linear memory 0 into `/work/out/memory.bin`.
+fn dump_memory() {
+    #[cfg(target_arch = "wasm32")]
+    {
+        let bytes = core::arch::wasm32::memory_size(0) * 65536;
+        let mut copy = vec![0u8; bytes];
+        // Byte 0 stays 0: address 0 is the null pointer in Rust.
+        for (addr, slot) in copy.iter_mut().enumerate().skip(1) {
+            // SAFETY: every address below the memory's size is readable in
+            // wasm, and volatile reads are not optimised away.
+            *slot = unsafe { std::ptr::read_volatile(addr as *const u8) };
+        }
+        match std::fs::write("/work/out/memory.bin", &copy) {
+            Ok(()) => println!("dumped {bytes}"),
+            Err(e) => println!("err dump {e}"),
+        }
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    println!("err dump not wasm");
+}
+
 fn main() {
     let mut input = String::new();
     if std::io::stdin().read_to_string(&mut input).is_err() {
@@ -51,6 +75,10 @@ fn main() {
         return;
     }
     for line in input.lines().filter(|l| !l.trim().is_empty()) {
+        if line == "DUMP" {
+            dump_memory();
+            continue;
+        }
         let mut fields = line.split('\t');
         let method = text(fields.next().unwrap_or(""));
         let api = text(fields.next().unwrap_or(""));
