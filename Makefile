@@ -15,18 +15,27 @@ GUESTS_OUT := $(CURDIR)/target/guests
 PLIMSOLL := $(TARGET_DIR)/release/plimsoll
 export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
 
-.PHONY: setup guests build demo test lint bench clean
+.PHONY: setup guests example-guests python-guest build demo test lint bench clean
 
 ## Toolchain pieces the project needs (idempotent).
 setup:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 
-## The example and hostile guests, compiled to components.
-guests: setup
+## Every guest: the example and hostile guests, and the interpreters.
+guests: example-guests python-guest
+
+## The example and hostile Rust guests, compiled to components.
+example-guests: setup
 	$(CARGO) build --profile guest --target wasm32-wasip2 -p plimsoll-examples
 	@mkdir -p $(GUESTS_OUT)
 	@cp $(TARGET_DIR)/wasm32-wasip2/guest/*.wasm $(GUESTS_OUT)/
 	@echo "guests in $(GUESTS_OUT)"
+
+## CPython as a component (componentize-py, pinned, in a virtualenv under
+## guests/python/build). Rebuilt only when its sources change.
+python-guest: $(GUESTS_OUT)/python.wasm
+$(GUESTS_OUT)/python.wasm: guests/python/app.py guests/python/plimsoll.py guests/python/build.sh $(wildcard wit/*.wit)
+	guests/python/build.sh
 
 build: setup
 	$(CARGO) build --release -p plimsoll
@@ -44,6 +53,7 @@ demo: guests build
 	$(PLIMSOLL) run --provider wasm $(GUESTS_OUT)/escape.wasm
 
 test: guests
+	python3 guests/python/test_guest.py
 	$(CARGO) test --release --workspace
 
 lint:

@@ -598,7 +598,11 @@ async fn allocation_churn_finishes_with_a_bounded_peak() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compiled_components_are_cached_on_disk() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let _s = sandbox_in(dir.path(), |_| {});
+    let own_cache = |c: &mut plimsoll::SandboxConfig| {
+        c.runtime.cache_dir = Some(dir.path().join("components"));
+        c.interpreters.clear();
+    };
+    let _s = sandbox_in(dir.path(), own_cache);
     let cache = dir.path().join("components");
     let hash = plimsoll::component_cache::content_hash(&guest_bytes("hello"));
     let hit = std::fs::read_dir(&cache)
@@ -610,6 +614,6 @@ async fn compiled_components_are_cached_on_disk() {
     let mode = std::fs::metadata(&cache).expect("md").permissions().mode();
     assert_eq!(mode & 0o077, 0, "the cache is private");
     // A second sandbox loads from the cache and runs the same guest.
-    let s2 = sandbox_in(dir.path(), |_| {});
+    let s2 = sandbox_in(dir.path(), own_cache);
     assert_eq!(s2.run(&req("hello")).await.status, Status::Ok);
 }

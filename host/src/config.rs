@@ -4,6 +4,7 @@
 //! `disabled` and nothing runs.
 
 use crate::provider::{PROVIDER_ENV, ProviderKind, UnknownProvider};
+use crate::run::Language;
 use crate::runtime::RuntimeConfig;
 use crate::sandbox::SandboxConfig;
 use crate::tier::{Tier, UnknownTier};
@@ -16,6 +17,45 @@ pub const MIN_ISOLATION_ENV: &str = "SANDBOX_MIN_ISOLATION";
 pub const STATE_DIR_ENV: &str = "PLIMSOLL_STATE_DIR";
 /// Where run workspaces are created.
 pub const WORK_DIR_ENV: &str = "PLIMSOLL_WORK_DIR";
+/// A directory holding `python.wasm` and `javascript.wasm`.
+pub const GUESTS_DIR_ENV: &str = "PLIMSOLL_GUESTS_DIR";
+/// The Python interpreter component.
+pub const PYTHON_COMPONENT_ENV: &str = "PLIMSOLL_PYTHON_COMPONENT";
+/// The JavaScript interpreter component.
+pub const JAVASCRIPT_COMPONENT_ENV: &str = "PLIMSOLL_JAVASCRIPT_COMPONENT";
+
+/// The interpreter components this host can find: for each language,
+/// `PLIMSOLL_<LANG>_COMPONENT`, else `<lang>.wasm` in `PLIMSOLL_GUESTS_DIR`,
+/// else `target/guests/<lang>.wasm` under the current directory (a
+/// development checkout). Languages with no file are left out.
+pub fn default_interpreters() -> Vec<(Language, PathBuf)> {
+    let mut out = Vec::new();
+    for (language, env) in [
+        (Language::Python, PYTHON_COMPONENT_ENV),
+        (Language::Javascript, JAVASCRIPT_COMPONENT_ENV),
+    ] {
+        let file = format!("{}.wasm", language.as_str());
+        let candidates = [
+            std::env::var_os(env)
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from),
+            std::env::var_os(GUESTS_DIR_ENV)
+                .filter(|p| !p.is_empty())
+                .map(|d| PathBuf::from(d).join(&file)),
+            Some(PathBuf::from("target/guests").join(&file)),
+        ];
+        // An explicit setting wins even when the file is missing, so that
+        // the error names it instead of silently using another file.
+        if let Some(explicit) = &candidates[0] {
+            out.push((language, explicit.clone()));
+            continue;
+        }
+        if let Some(found) = candidates.into_iter().flatten().find(|p| p.is_file()) {
+            out.push((language, found));
+        }
+    }
+    out
+}
 
 /// A setting that could not be understood.
 #[derive(Debug, thiserror::Error)]
@@ -100,6 +140,7 @@ impl SandboxConfig {
             provider,
             min_isolation,
             grants,
+            interpreters: default_interpreters(),
             runtime: RuntimeConfig {
                 cache_dir: Some(state.join("components")),
                 workspace_dir: default_work_dir(&state),

@@ -38,6 +38,8 @@ pub struct Envelope {
     pub result_bytes: u64,
     /// Bytes of stdin the request may carry.
     pub stdin_bytes: u64,
+    /// Bytes of code the request may carry (interpreters).
+    pub code_bytes: u64,
     /// Number of files the request may place in the workspace.
     pub files: u64,
     /// Total bytes of the files the request places in the workspace.
@@ -74,6 +76,7 @@ impl Default for Envelope {
             stderr_bytes: MIB,
             result_bytes: MIB,
             stdin_bytes: 8 * MIB,
+            code_bytes: MIB,
             files: 64,
             file_bytes: 16 * MIB,
             workspace_bytes: 64 * MIB,
@@ -102,6 +105,7 @@ pub struct Limits {
     pub stderr_bytes: Option<u64>,
     pub result_bytes: Option<u64>,
     pub stdin_bytes: Option<u64>,
+    pub code_bytes: Option<u64>,
     pub files: Option<u64>,
     pub file_bytes: Option<u64>,
     pub workspace_bytes: Option<u64>,
@@ -152,6 +156,7 @@ macro_rules! for_each_limit {
         $m!(stderr_bytes, GIB);
         $m!(result_bytes, GIB);
         $m!(stdin_bytes, GIB);
+        $m!(code_bytes, 64 * MIB);
         $m!(files, 100_000);
         $m!(file_bytes, 16 * GIB);
         $m!(workspace_bytes, 64 * GIB);

@@ -46,6 +46,16 @@ pub(crate) fn prepare(
     env: &Envelope,
     grants: GrantSet,
 ) -> Result<Prepared, ErrorInfo> {
+    if req
+        .code
+        .as_ref()
+        .is_some_and(|c| c.len() as u64 > env.code_bytes)
+    {
+        return Err(invalid(format!(
+            "the code is longer than {} bytes",
+            env.code_bytes
+        )));
+    }
     if req.stdin.len() as u64 > env.stdin_bytes {
         return Err(invalid(format!(
             "stdin is {} bytes; at most {} are allowed",

@@ -49,7 +49,7 @@ pub use engine::EngineOptions;
 pub use envelope::{Envelope, Limits};
 pub use guest::{Guest, GuestKind};
 pub use provider::ProviderKind;
-pub use run::{InputFile, RunRequest, RunResult, Status};
+pub use run::{InputFile, Language, RunRequest, RunResult, Status};
 pub use runtime::{Runtime, RuntimeConfig};
 pub use sandbox::{Sandbox, SandboxConfig, SandboxError};
 pub use tier::{Isolation, Tier};

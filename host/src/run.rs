@@ -22,10 +22,65 @@ pub struct InputFile {
     pub content: Blob,
 }
 
+/// A language with an interpreter guest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    /// CPython, built with componentize-py (`guests/python`).
+    Python,
+    /// QuickJS, built with rquickjs (`guests/javascript`).
+    Javascript,
+}
+
+impl Language {
+    /// The stable lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::Python => "python",
+            Language::Javascript => "javascript",
+        }
+    }
+
+    /// The family part of the guest's identity.
+    pub fn identity_family(self) -> &'static str {
+        match self {
+            Language::Python => "python-wasm",
+            Language::Javascript => "quickjs-wasm",
+        }
+    }
+
+    /// The language of a script, from its file extension.
+    pub fn from_extension(ext: &str) -> Option<Language> {
+        match ext.to_ascii_lowercase().as_str() {
+            "py" => Some(Language::Python),
+            "js" | "mjs" => Some(Language::Javascript),
+            _ => None,
+        }
+    }
+}
+
+impl std::str::FromStr for Language {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "python" | "py" => Ok(Language::Python),
+            "javascript" | "js" => Ok(Language::Javascript),
+            other => Err(format!(
+                "unknown language {:?}: expected python or javascript",
+                other.chars().take(32).collect::<String>()
+            )),
+        }
+    }
+}
+
 /// What to run and under which limits.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunRequest {
+    /// The language of `code`: runs the host's interpreter guest for it.
+    /// Exactly one of `language` and `component` is given.
+    #[serde(default)]
+    pub language: Option<Language>,
     /// The component to run: a name registered with the sandbox, or a
     /// guest identity (`component:sha256:…`).
     #[serde(default)]
@@ -55,6 +110,15 @@ pub struct RunRequest {
 }
 
 impl RunRequest {
+    /// A request to evaluate `code` with the interpreter for `language`.
+    pub fn code(language: Language, code: impl Into<String>) -> Self {
+        RunRequest {
+            language: Some(language),
+            code: Some(code.into()),
+            ..RunRequest::default()
+        }
+    }
+
     /// A request to run the component registered as `name`.
     pub fn component(name: impl Into<String>) -> Self {
         RunRequest {

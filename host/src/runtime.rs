@@ -115,6 +115,11 @@ impl Runtime {
 
     /// Reads and loads a component file.
     pub fn load_file(&self, path: &Path) -> Result<Guest, LoadError> {
+        self.load_file_as(path, "component")
+    }
+
+    /// Reads and loads a component file with the identity family `family`.
+    pub fn load_file_as(&self, path: &Path, family: &str) -> Result<Guest, LoadError> {
         let md = std::fs::metadata(path)?;
         if md.len() > crate::component_cache::MAX_COMPONENT_BYTES as u64 {
             return Err(LoadError::TooLarge(
@@ -122,7 +127,7 @@ impl Runtime {
             ));
         }
         let bytes = std::fs::read(path)?;
-        self.load(&bytes)
+        self.load_as(&bytes, family)
     }
 
     /// Where workspaces are created.

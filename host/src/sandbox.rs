@@ -9,12 +9,13 @@
 use crate::component_cache::LoadError;
 use crate::envelope::{Envelope, EnvelopeError};
 use crate::grant::{GrantProfiles, GrantSet};
-use crate::guest::Guest;
+use crate::guest::{Guest, GuestKind};
 use crate::provider::{DisabledProvider, Provider, ProviderKind, WasmProvider};
-use crate::run::{RunRequest, RunResult, new_run_id};
+use crate::run::{Language, RunRequest, RunResult, new_run_id};
 use crate::runtime::{Runtime, RuntimeConfig, RuntimeError};
 use crate::tier::{Isolation, Tier};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -34,6 +35,9 @@ pub struct SandboxConfig {
     pub runtime: RuntimeConfig,
     /// The host's grant profiles (`PLIMSOLL_GRANTS_FILE`).
     pub grants: GrantProfiles,
+    /// The interpreter components, by language. A language without one is
+    /// refused with `language_unavailable`.
+    pub interpreters: Vec<(Language, PathBuf)>,
 }
 
 impl Default for SandboxConfig {
@@ -44,6 +48,7 @@ impl Default for SandboxConfig {
             min_isolation: None,
             runtime: RuntimeConfig::default(),
             grants: GrantProfiles::empty(),
+            interpreters: Vec::new(),
         }
     }
 }
@@ -61,6 +66,12 @@ pub enum SandboxError {
     PoolTooSmall { envelope: u64, engine: u64 },
     #[error("provider {0} is not available in this build; use `wasm` or `disabled`")]
     ProviderUnavailable(ProviderKind),
+    #[error("the {language} interpreter component {path}: {source}")]
+    Interpreter {
+        language: &'static str,
+        path: PathBuf,
+        source: LoadError,
+    },
 }
 
 /// The library's entry point. Cheap to share behind an `Arc`.
@@ -70,6 +81,7 @@ pub struct Sandbox {
     envelope: Envelope,
     min_isolation: Option<Tier>,
     grants: GrantProfiles,
+    interpreters: HashMap<Language, Guest>,
     components: RwLock<HashMap<String, Guest>>,
 }
 
@@ -85,6 +97,23 @@ impl Sandbox {
             });
         }
         let runtime = Runtime::new(config.runtime)?;
+        let mut interpreters = HashMap::new();
+        for (language, path) in &config.interpreters {
+            let guest = runtime
+                .load_file_as(path, language.identity_family())
+                .and_then(|g| match g.kind() {
+                    GuestKind::Interpreter => Ok(g),
+                    GuestKind::Agent => Err(LoadError::WrongWorld(
+                        "an interpreter must implement the `interpreter` world".into(),
+                    )),
+                })
+                .map_err(|source| SandboxError::Interpreter {
+                    language: language.as_str(),
+                    path: path.clone(),
+                    source,
+                })?;
+            interpreters.insert(*language, guest);
+        }
         let provider: Arc<dyn Provider> = match config.provider {
             ProviderKind::Disabled => Arc::new(DisabledProvider),
             ProviderKind::Wasm => Arc::new(WasmProvider::new(runtime.clone())),
@@ -96,6 +125,7 @@ impl Sandbox {
             envelope: config.envelope,
             min_isolation: config.min_isolation,
             grants: config.grants,
+            interpreters,
             components: RwLock::new(HashMap::new()),
         })
     }
@@ -145,6 +175,22 @@ impl Sandbox {
         map.insert(name.to_owned(), guest);
     }
 
+    /// The interpreter guest for `language`, if the host has one.
+    pub fn interpreter(&self, language: Language) -> Option<&Guest> {
+        self.interpreters.get(&language)
+    }
+
+    /// The identities of the interpreter guests, by language.
+    pub fn interpreter_identities(&self) -> Vec<(Language, String)> {
+        let mut v: Vec<_> = self
+            .interpreters
+            .iter()
+            .map(|(l, g)| (*l, g.identity().to_owned()))
+            .collect();
+        v.sort_by_key(|(l, _)| l.as_str());
+        v
+    }
+
     /// The registered guest named `name` (a name or an identity).
     pub fn component(&self, name: &str) -> Option<Guest> {
         self.components
@@ -164,13 +210,43 @@ impl Sandbox {
     /// `caller`.
     pub async fn run_as(&self, caller: &str, req: &RunRequest) -> RunResult {
         let run_id = new_run_id();
-        let Some(name) = req.component.as_deref() else {
-            return RunResult::refused(
-                run_id,
-                self.isolation(),
-                "invalid_request",
-                "the request names no component",
-            );
+        let name = match (req.language, req.component.as_deref()) {
+            (Some(_), Some(_)) => {
+                return RunResult::refused(
+                    run_id,
+                    self.isolation(),
+                    "invalid_request",
+                    "give either `language` (with `code`) or `component`, not both",
+                );
+            }
+            (Some(language), None) => {
+                if req.code.is_none() {
+                    return RunResult::refused(
+                        run_id,
+                        self.isolation(),
+                        "invalid_request",
+                        "a `language` request needs `code`",
+                    );
+                }
+                return match self.interpreters.get(&language) {
+                    Some(g) => self.run_guest_with_id(caller, g, req, run_id).await,
+                    None => RunResult::refused(
+                        run_id,
+                        self.isolation(),
+                        "language_unavailable",
+                        format!("this host has no {} interpreter", language.as_str()),
+                    ),
+                };
+            }
+            (None, Some(name)) => name,
+            (None, None) => {
+                return RunResult::refused(
+                    run_id,
+                    self.isolation(),
+                    "invalid_request",
+                    "the request names neither a language nor a component",
+                );
+            }
         };
         match self.component(name) {
             Some(g) => self.run_guest_with_id(caller, &g, req, run_id).await,

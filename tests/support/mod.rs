@@ -1,7 +1,9 @@
 //! Helpers shared by the end-to-end tests.
 #![allow(dead_code)]
 
-use plimsoll::{EngineOptions, ProviderKind, RuntimeConfig, Sandbox, SandboxConfig};
+pub mod upstream;
+
+use plimsoll::{EngineOptions, Language, ProviderKind, RuntimeConfig, Sandbox, SandboxConfig};
 use std::path::{Path, PathBuf};
 
 /// Where `make guests` leaves the guest components.
@@ -25,8 +27,35 @@ pub fn guest_bytes(name: &str) -> Vec<u8> {
     })
 }
 
-/// A sandbox with the `wasm` provider, its state in `dir`, and every
-/// example guest registered under its name.
+/// The component cache shared by every test process: compiling the Python
+/// interpreter takes seconds, loading it from the cache milliseconds.
+pub fn shared_cache_dir() -> PathBuf {
+    guests_dir().join("../test-cache")
+}
+
+/// The interpreter components `make guests` builds.
+pub fn interpreters() -> Vec<(Language, PathBuf)> {
+    let mut v = Vec::new();
+    for (l, f, required) in [
+        (Language::Python, "python.wasm", true),
+        (Language::Javascript, "javascript.wasm", false),
+    ] {
+        let p = guests_dir().join(f);
+        if !p.is_file() && !required {
+            continue;
+        }
+        assert!(
+            p.is_file(),
+            "{} is missing; build the guests first with `make guests`",
+            p.display()
+        );
+        v.push((l, p));
+    }
+    v
+}
+
+/// A sandbox with the `wasm` provider, its workspaces in `dir`, every
+/// example guest registered under its name, and both interpreters.
 pub fn sandbox_in(dir: &Path, tweak: impl FnOnce(&mut SandboxConfig)) -> Sandbox {
     let mut cfg = SandboxConfig {
         provider: ProviderKind::Wasm,
@@ -35,9 +64,10 @@ pub fn sandbox_in(dir: &Path, tweak: impl FnOnce(&mut SandboxConfig)) -> Sandbox
                 max_live_instances: 64,
                 ..EngineOptions::default()
             },
-            cache_dir: Some(dir.join("components")),
+            cache_dir: Some(shared_cache_dir()),
             workspace_dir: dir.join("work"),
         },
+        interpreters: interpreters(),
         ..SandboxConfig::default()
     };
     tweak(&mut cfg);

@@ -2,8 +2,8 @@
 
 use clap::{Args, Parser, Subcommand};
 use plimsoll::{
-    Blob, InputFile, Limits, ProviderKind, RunRequest, RunResult, Sandbox, SandboxConfig, Status,
-    Tier,
+    Blob, InputFile, Language, Limits, ProviderKind, RunRequest, RunResult, Sandbox, SandboxConfig,
+    Status, Tier,
 };
 use std::io::Write;
 use std::path::PathBuf;
@@ -31,7 +31,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a component once and print its output.
+    /// Run a component, or a Python/JavaScript script, once and print its
+    /// output.
     ///
     /// Exit status: the guest's exit code when it exited; otherwise 124
     /// timeout, 125 refused, 134 trap, 137 memory exhausted, 141 output
@@ -65,8 +66,12 @@ struct CommonArgs {
 struct RunArgs {
     #[command(flatten)]
     common: CommonArgs,
-    /// The component (.wasm) to run.
+    /// The component (.wasm) or script (.py, .js) to run.
     program: PathBuf,
+    /// The script's language (python, javascript); by default taken from
+    /// the file extension. Makes PROGRAM a script.
+    #[arg(long)]
+    language: Option<String>,
     /// A file whose contents are the guest's stdin.
     #[arg(long)]
     stdin: Option<PathBuf>,
@@ -159,6 +164,11 @@ fn info(common: CommonArgs) -> ExitCode {
         "isolation": sandbox.isolation(),
         "envelope": sandbox.envelope(),
         "grant_profiles": sandbox.grant_profiles().names().collect::<Vec<_>>(),
+        "guests": sandbox
+            .interpreter_identities()
+            .into_iter()
+            .map(|(l, id)| (l.as_str(), id))
+            .collect::<std::collections::BTreeMap<_, _>>(),
         "version": env!("CARGO_PKG_VERSION"),
     });
     println!(
@@ -173,11 +183,35 @@ fn read_capped(path: &PathBuf, what: &str) -> Result<Vec<u8>, String> {
 }
 
 async fn run(args: RunArgs) -> ExitCode {
-    let cfg = match sandbox_config(&args.common) {
+    let mut cfg = match sandbox_config(&args.common) {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
     let disabled = cfg.provider == ProviderKind::Disabled;
+    let language = match &args.language {
+        Some(l) => match l.parse::<Language>() {
+            Ok(l) => Some(l),
+            Err(e) => return fail(&e),
+        },
+        None => args
+            .program
+            .extension()
+            .and_then(|e| e.to_str())
+            .and_then(Language::from_extension),
+    };
+    // Load only the interpreter this run needs (none for a component), and
+    // nothing at all when no provider will run it.
+    cfg.interpreters
+        .retain(|(l, _)| Some(*l) == language && !disabled);
+    if let (Some(l), false) = (language, disabled)
+        && cfg.interpreters.is_empty()
+    {
+        return fail(&format!(
+            "no {} interpreter component found: build it with `make guests` or set PLIMSOLL_{}_COMPONENT",
+            l.as_str(),
+            l.as_str().to_ascii_uppercase()
+        ));
+    }
     let sandbox = match Sandbox::new(cfg) {
         Ok(s) => s,
         Err(e) => return fail(&e.to_string()),
@@ -188,6 +222,22 @@ async fn run(args: RunArgs) -> ExitCode {
             Ok(b) => req.stdin = Blob(b),
             Err(e) => return fail(&e),
         }
+    }
+    if language.is_some() {
+        if args.code.is_some() {
+            return fail("--code is for interpreter components; a script is its own code");
+        }
+        match read_capped(&args.program, "script").map(String::from_utf8) {
+            Ok(Ok(code)) => req.code = Some(code),
+            Ok(Err(_)) => {
+                return fail(&format!(
+                    "script {}: not valid UTF-8",
+                    args.program.display()
+                ));
+            }
+            Err(e) => return fail(&e),
+        }
+        req.language = language;
     }
     if let Some(p) = &args.code {
         match read_capped(p, "code file").map(String::from_utf8) {
@@ -248,6 +298,8 @@ async fn run(args: RunArgs) -> ExitCode {
             "provider_disabled",
             plimsoll::provider::DISABLED_MESSAGE,
         )
+    } else if language.is_some() {
+        sandbox.run(&req).await
     } else {
         let guest = match sandbox.runtime().load_file(&args.program) {
             Ok(g) => g,

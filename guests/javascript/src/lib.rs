@@ -1,0 +1,36 @@
+//! plimsoll's JavaScript interpreter guest.
+//!
+//! QuickJS (through `rquickjs`) compiled to a WebAssembly component of the
+//! `interpreter` world in `wit/sandbox.wit`: the host calls `eval` with the
+//! text of a cell and gets back the completion value as JSON, or the error
+//! with its stack. One runtime and context live as long as the component
+//! instance, so a session's globals persist from one `eval` to the next.
+//!
+//! - [`engine`]: the runtime, its limits, evaluation and rendering.
+//! - [`natives`]: the Rust functions the prelude builds `console` and
+//!   `plimsoll` on (stdio and the broker import).
+//! - `prelude.js`: the JavaScript half of `console` and `plimsoll`.
+
+mod engine;
+mod natives;
+
+mod bindings {
+    // Only the broker import and the eval export are used from these
+    // bindings. The world also includes the WASI 0.2 imports, which Rust's
+    // std for wasm32-wasip2 already binds; their generated modules go unused
+    // and the linker drops them.
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "interpreter",
+    });
+}
+
+struct Interpreter;
+
+impl bindings::Guest for Interpreter {
+    fn eval(code: String) -> Result<String, String> {
+        engine::eval(&code)
+    }
+}
+
+bindings::export!(Interpreter with_types_in bindings);

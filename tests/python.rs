@@ -1,0 +1,315 @@
+//! The Python interpreter guest, end to end through the library.
+
+mod support;
+
+use plimsoll::envelope::Limits;
+use plimsoll::trace::CallOutcome;
+use plimsoll::{Blob, InputFile, Language, RunRequest, RunResult, Sandbox, Status};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+use support::upstream::*;
+use support::*;
+
+fn shared() -> &'static Sandbox {
+    static S: OnceLock<(tempfile::TempDir, Sandbox)> = OnceLock::new();
+    &S.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = sandbox_in(dir.path(), |_| {});
+        (dir, s)
+    })
+    .1
+}
+
+fn py(code: &str) -> RunRequest {
+    RunRequest::code(Language::Python, code)
+}
+
+fn with_limits(mut r: RunRequest, limits: Limits) -> RunRequest {
+    r.limits = limits;
+    r
+}
+
+async fn run(code: &str) -> RunResult {
+    shared().run(&py(code)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trailing_expression_is_the_result() {
+    let r = run("1+1").await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(r.result.as_deref(), Some("2"));
+    let identity = r.guest.clone().unwrap_or_default();
+    assert!(identity.starts_with("python-wasm:sha256:"), "{identity}");
+
+    let r = run("x = 3\nprint('x is', x)\n{'double': x * 2}").await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(r.stdout, "x is 3\n");
+    assert_eq!(r.result.as_deref(), Some("{'double': 6}"));
+
+    let r = run("y = 5").await;
+    assert_eq!(
+        r.result.as_deref(),
+        Some(""),
+        "no trailing expression, no value"
+    );
+
+    // A request may pin the exact interpreter it wants.
+    let mut pinned = py("2*3");
+    pinned.require_identity = Some(identity.clone());
+    assert_eq!(shared().run(&pinned).await.result.as_deref(), Some("6"));
+    pinned.require_identity = Some("python-wasm:sha256:0000".into());
+    assert_eq!(
+        shared().run(&pinned).await.error_code(),
+        Some("identity_mismatch")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exceptions_are_errors_with_the_traceback_on_stderr() {
+    let r = run("print('before')\n{}['missing']").await;
+    assert_eq!(r.status, Status::Error);
+    assert_eq!(r.stdout, "before\n");
+    assert!(
+        r.stderr.contains("Traceback") && r.stderr.contains("KeyError: 'missing'"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.error
+            .as_ref()
+            .is_some_and(|e| e.message.contains("KeyError"))
+    );
+
+    let r = run("if True print(1)").await;
+    assert_eq!(r.status, Status::Error);
+    assert!(r.stderr.contains("SyntaxError"), "{}", r.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_standard_library_agents_use_works() {
+    let code = r##"
+import json, re, math, datetime, collections, itertools, functools, statistics
+import decimal, fractions, hashlib, base64, csv, textwrap, dataclasses, typing, random, io
+
+@dataclasses.dataclass
+class P:
+    x: int
+
+out = [
+    json.dumps({"a": [1, 2]}),
+    re.sub(r"\d", "#", "a1b2"),
+    math.isqrt(17),
+    datetime.date(2024, 2, 29).isoformat(),
+    collections.Counter("aab").most_common(1)[0][0],
+    list(itertools.islice(itertools.count(), 3)),
+    functools.reduce(lambda a, b: a * b, [1, 2, 3, 4]),
+    statistics.mean([1, 2, 3]),
+    str(decimal.Decimal("0.1") + decimal.Decimal("0.2")),
+    str(fractions.Fraction(1, 3) * 3),
+    hashlib.sha256(b"abc").hexdigest()[:8],
+    base64.b64encode(b"hi").decode(),
+    next(csv.reader(io.StringIO("a,b\n"))),
+    textwrap.shorten("hello world again", 12),
+    P(1).x,
+    typing.get_origin(typing.List[int]) is list,
+    0 <= random.random() < 1,
+]
+out
+"##;
+    let r = run(code).await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(
+        r.result.as_deref(),
+        Some(
+            "['{\"a\": [1, 2]}', 'a#b#', 4, '2024-02-29', 'a', [0, 1, 2], 24, 2, '0.3', '1', 'ba7816bf', 'aGk=', ['a', 'b'], 'hello [...]', 1, True, True]"
+        )
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_under_work_are_readable_and_writable() {
+    let mut req = py(
+        "data = open('/work/in.csv').read()\nopen('/work/out/upper.txt', 'w').write(data.upper())\nlen(data)",
+    );
+    req.files.push(InputFile {
+        path: "in.csv".into(),
+        content: Blob::from("a,b\n1,2\n"),
+    });
+    let r = shared().run(&req).await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(r.result.as_deref(), Some("8"));
+    assert_eq!(r.artifacts.len(), 1);
+    assert_eq!(r.artifacts[0].content.as_bytes(), b"A,B\n1,2\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_scripts_end_in_their_typed_outcome() {
+    let s = shared();
+    let cases: Vec<(&str, RunRequest, Status)> = vec![
+        (
+            "busy loop, wall time",
+            with_limits(
+                py("while True: pass"),
+                Limits {
+                    wall_time_ms: Some(800),
+                    ..Limits::default()
+                },
+            ),
+            Status::Timeout,
+        ),
+        (
+            "busy loop, fuel",
+            with_limits(
+                py("while True: pass"),
+                Limits {
+                    fuel: Some(100_000_000),
+                    ..Limits::default()
+                },
+            ),
+            Status::CpuExhausted,
+        ),
+        (
+            "huge string",
+            with_limits(
+                py("s = 'x' * 10**9"),
+                Limits {
+                    memory_bytes: Some(64 << 20),
+                    ..Limits::default()
+                },
+            ),
+            Status::MemoryExhausted,
+        ),
+        (
+            "deep recursion",
+            py("def f(n): return f(n+1)\nf(0)"),
+            Status::Error,
+        ),
+        (
+            "reading /etc/passwd",
+            py("open('/etc/passwd').read()"),
+            Status::Error,
+        ),
+        (
+            "writing outside /work",
+            py("open('/tmp/plimsoll-py-mark', 'w').write('x')"),
+            Status::Error,
+        ),
+        (
+            "endless print",
+            with_limits(
+                py("while True: print('x' * 1000)"),
+                Limits {
+                    stdout_bytes: Some(50_000),
+                    ..Limits::default()
+                },
+            ),
+            Status::OutputTruncated,
+        ),
+        ("fork", py("import os\nos.fork()"), Status::Error),
+        (
+            "exec",
+            py("import subprocess\nsubprocess.run(['ls'])"),
+            Status::Error,
+        ),
+        ("os.system", py("import os\nos.system('ls')"), Status::Error),
+        ("ctypes", py("import ctypes"), Status::Error),
+        (
+            "socket",
+            py("import socket\nsocket.create_connection(('127.0.0.1', 80))"),
+            Status::Error,
+        ),
+        (
+            "environment",
+            py("import os\nassert not os.environ, dict(os.environ)"),
+            Status::Ok,
+        ),
+    ];
+    for (what, req, want) in cases {
+        let started = Instant::now();
+        let r = s.run(&req).await;
+        assert_eq!(r.status, want, "{what}: {:?} {}", r.error, r.stderr);
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{what} took {:?}",
+            started.elapsed()
+        );
+    }
+    assert!(!std::path::Path::new("/tmp/plimsoll-py-mark").exists());
+    assert_eq!(
+        run("1+1").await.status,
+        Status::Ok,
+        "the host keeps serving"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_utf8_and_oversized_code_is_refused() {
+    // `code` is a string, so non-UTF-8 cannot even be expressed in JSON.
+    assert!(
+        serde_json::from_slice::<RunRequest>(b"{\"language\": \"python\", \"code\": \"\xff\"}")
+            .is_err()
+    );
+    let big = "x = 1\n".repeat(200_000);
+    let r = shared().run(&py(&big)).await;
+    assert_eq!(r.error_code(), Some("invalid_request"));
+    let r = shared()
+        .run(&RunRequest {
+            language: Some(Language::Python),
+            ..RunRequest::default()
+        })
+        .await;
+    assert_eq!(r.error_code(), Some("invalid_request"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plimsoll_module_calls_the_broker_under_a_grant() {
+    let (upstream, addr) = start_upstream().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_in(dir.path(), |c| c.grants = profiles(addr));
+    let code = r#"
+import plimsoll
+r = plimsoll.get("orders", "/v1/orders/9?x=1")
+try:
+    plimsoll.call("orders", "DELETE", "/v1/orders/9")
+    denied = None
+except plimsoll.Denied as e:
+    denied = type(e).__name__
+try:
+    plimsoll.get("orders", "/v1/orders/../admin")
+except plimsoll.BrokerError as e:
+    traversal = type(e).__name__
+(r.status, r.json()["order"], denied, traversal)
+"#;
+    let mut req = py(code);
+    req.grants = vec!["orders".into()];
+    let r = s.run(&req).await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(
+        r.result.as_deref(),
+        Some("(200, '/v1/orders/9', 'Denied', 'Denied')")
+    );
+    let seen = upstream.seen();
+    assert_eq!(seen.len(), 1, "only the allowed call reached the upstream");
+    assert!(
+        seen[0]
+            .headers
+            .iter()
+            .any(|(n, v)| n == "authorization" && v == &format!("Bearer {STATIC_TOKEN}"))
+    );
+    assert_eq!(r.calls.count(CallOutcome::Delivered), 1);
+    assert_eq!(r.calls.count(CallOutcome::Denied), 2);
+    let json = serde_json::to_string(&r).expect("json");
+    assert!(!json.contains(STATIC_TOKEN));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_do_not_share_state() {
+    let r = run("leaked = 'secret'\nleaked").await;
+    assert_eq!(r.status, Status::Ok);
+    let r = run("'leaked' in globals()").await;
+    assert_eq!(
+        r.result.as_deref(),
+        Some("False"),
+        "a fresh instance per run"
+    );
+}
