@@ -313,3 +313,95 @@ async fn runs_do_not_share_state() {
         "a fresh instance per run"
     );
 }
+
+fn cell(code: &str) -> RunRequest {
+    RunRequest {
+        code: Some(code.into()),
+        ..RunRequest::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_keep_state_for_their_owner_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_in(dir.path(), |c| c.sessions.per_caller = 2);
+    let open = py("");
+    let a = s.open_session("alice", &open).await.expect("open");
+    let b = s.open_session("alice", &open).await.expect("open second");
+    assert_ne!(a.session_id, b.session_id);
+    assert!(a.guest.starts_with("python-wasm:sha256:"));
+    // The per-caller cap.
+    let third = s.open_session("alice", &open).await;
+    assert_eq!(third.map_err(|e| e.code), Err("session_limit".to_owned()));
+
+    let r = s
+        .run_in_session(
+            "alice",
+            &a.session_id,
+            &cell("counter = 1\nsecret = 'alice-only'"),
+        )
+        .await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(r.session_id.as_deref(), Some(a.session_id.as_str()));
+    let r = s
+        .run_in_session("alice", &a.session_id, &cell("counter += 1\ncounter"))
+        .await;
+    assert_eq!(r.result.as_deref(), Some("2"), "state persists");
+    // An error does not end the session.
+    let r = s.run_in_session("alice", &a.session_id, &cell("1/0")).await;
+    assert_eq!(r.status, Status::Error);
+    assert!(!r.session_closed);
+    let r = s
+        .run_in_session("alice", &a.session_id, &cell("counter"))
+        .await;
+    assert_eq!(r.result.as_deref(), Some("2"));
+    // Another session of the same caller does not see it.
+    let r = s
+        .run_in_session("alice", &b.session_id, &cell("'secret' in globals()"))
+        .await;
+    assert_eq!(r.result.as_deref(), Some("False"));
+    // Another caller cannot use it, and learns nothing about it.
+    let r = s
+        .run_in_session("mallory", &a.session_id, &cell("secret"))
+        .await;
+    assert_eq!(r.error_code(), Some("unknown_session"));
+    let r = s
+        .run_in_session("mallory", "0123456789abcdef0123456789abcdef", &cell("1"))
+        .await;
+    assert_eq!(r.error_code(), Some("unknown_session"));
+    assert!(!s.close_session("mallory", &a.session_id));
+    // Each evaluation has its own envelope: a timeout ends the session.
+    let mut spin = cell("while True: pass");
+    spin.limits = Limits {
+        wall_time_ms: Some(300),
+        ..Limits::default()
+    };
+    let r = s.run_in_session("alice", &a.session_id, &spin).await;
+    assert_eq!(r.status, Status::Timeout);
+    assert!(r.session_closed);
+    let r = s
+        .run_in_session("alice", &a.session_id, &cell("counter"))
+        .await;
+    assert_eq!(r.error_code(), Some("unknown_session"));
+    assert!(s.close_session("alice", &b.session_id));
+    assert_eq!(s.session_count("alice"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sessions_expire() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_in(dir.path(), |c| {
+        c.sessions.idle_timeout = Duration::from_millis(200)
+    });
+    let a = s.open_session("alice", &py("")).await.expect("open");
+    assert_eq!(
+        s.run_in_session("alice", &a.session_id, &cell("x = 1"))
+            .await
+            .status,
+        Status::Ok
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(s.sweep_sessions(), 0);
+    let r = s.run_in_session("alice", &a.session_id, &cell("x")).await;
+    assert_eq!(r.error_code(), Some("unknown_session"));
+}

@@ -111,9 +111,10 @@ impl RunBroker {
         &self.trace
     }
 
-    /// Starts the next evaluation of a session: a fresh trace, budget and
-    /// deadline. Returns the previous trace.
-    pub fn next_run(&mut self, env: &Envelope, deadline: Instant) -> CallTrace {
+    /// Starts the next evaluation of a session: fresh grants, trace, budget
+    /// and deadline. Returns the previous trace.
+    pub fn next_run(&mut self, env: &Envelope, deadline: Instant, grants: GrantSet) -> CallTrace {
+        self.grants = grants;
         self.calls_left = env.broker_calls;
         self.per_grant_used.clear();
         self.request_cap = env.request_bytes;

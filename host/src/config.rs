@@ -68,6 +68,8 @@ pub enum ConfigError {
     NotUtf8 { name: &'static str },
     #[error(transparent)]
     Grants(#[from] crate::grant::GrantsFileError),
+    #[error("{name} must be a whole number")]
+    Number { name: &'static str },
 }
 
 fn var(name: &'static str) -> Result<Option<String>, ConfigError> {
@@ -135,8 +137,15 @@ impl SandboxConfig {
             }
             _ => crate::grant::GrantProfiles::empty(),
         };
+        let mut sessions = crate::session::SessionLimits::default();
+        if let Some(v) = var("SANDBOX_MAX_SESSIONS_PER_CALLER")? {
+            sessions.per_caller = v.trim().parse().map_err(|_| ConfigError::Number {
+                name: "SANDBOX_MAX_SESSIONS_PER_CALLER",
+            })?;
+        }
         let state = default_state_dir();
         Ok(SandboxConfig {
+            sessions,
             provider,
             min_isolation,
             grants,

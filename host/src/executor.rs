@@ -138,6 +138,27 @@ fn invalid(message: String) -> ErrorInfo {
     }
 }
 
+/// Makes a kept instance ready for its next evaluation: new deadline,
+/// fuel, memory limit, output caps, grants and call budget.
+pub(crate) fn reset_for_next_run(p: &mut Prepared, env: &Envelope, grants: GrantSet) {
+    let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms);
+    let _ = p.stdout.take(env.stdout_bytes);
+    let _ = p.stderr.take(env.stderr_bytes);
+    let st = p.store.data_mut();
+    st.deadline = deadline;
+    st.stop = None;
+    st.limiter.reset_for_next_run(env.memory_bytes);
+    st.broker.next_run(env, deadline, grants);
+    if let Some(w) = &mut st.workspace {
+        w.max_bytes = env.workspace_bytes;
+        w.max_entries = env.workspace_entries;
+        w.next_check = Instant::now();
+    }
+    // Setting fuel cannot fail when the engine counts fuel.
+    let _ = p.store.set_fuel(env.fuel);
+    p.store.set_epoch_deadline(1);
+}
+
 /// A live instance of a guest.
 pub(crate) enum Live {
     Agent(Command),
@@ -402,17 +423,43 @@ pub(crate) async fn execute(
     )
 }
 
-/// Collects outputs, artifacts and usage into the result.
+/// Collects outputs, artifacts and usage into the result, then tears the
+/// instance down.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn finish(
-    prepared: Prepared,
+    mut prepared: Prepared,
     env: &Envelope,
-    mut c: Classified,
+    c: Classified,
     isolation: Isolation,
     run_id: String,
     guest: &Guest,
     started: Instant,
     instantiate_ms: f64,
+) -> RunResult {
+    let mut r = report(&mut prepared, env, c, isolation, run_id, guest);
+    // The instance goes now, so that its pool slot is free for the next run;
+    // the workspace directory is removed on the reaper thread (the caller
+    // has its result and need not wait for the filesystem).
+    let Prepared {
+        store, workspace, ..
+    } = prepared;
+    drop(store);
+    crate::reaper::reap(workspace);
+    r.usage.wall_ms = started.elapsed().as_secs_f64() * 1e3;
+    r.usage.instantiate_ms = instantiate_ms;
+    r
+}
+
+/// Collects outputs, artifacts and usage into a result, leaving the
+/// instance alive (sessions call this after every evaluation). Outputs are
+/// taken: the next evaluation starts with empty ones.
+pub(crate) fn report(
+    prepared: &mut Prepared,
+    env: &Envelope,
+    mut c: Classified,
+    isolation: Isolation,
+    run_id: String,
+    guest: &Guest,
 ) -> RunResult {
     // `get_fuel` fails exactly when the engine does not count fuel. After a
     // wall-time interrupt the figure is not known: compiled wasm keeps its
@@ -470,23 +517,18 @@ pub(crate) fn finish(
     r.result = c.result;
     r.result_truncated = result_truncated;
     r.error = c.error;
-    r.set_output(prepared.stdout.take(0), prepared.stderr.take(0));
+    r.set_output(
+        prepared.stdout.take(env.stdout_bytes),
+        prepared.stderr.take(env.stderr_bytes),
+    );
     r.artifacts = collected.artifacts;
     r.artifacts_truncated = collected.truncated;
     r.artifacts_refused = collected.refused;
     r.guest = Some(guest.identity().to_owned());
     r.calls = calls;
-    // The instance goes now, so that its pool slot is free for the next run;
-    // the workspace directory is removed on the reaper thread (the caller
-    // has its result and need not wait for the filesystem).
-    let Prepared {
-        store, workspace, ..
-    } = prepared;
-    drop(store);
-    crate::reaper::reap(workspace);
     r.usage = Usage {
-        wall_ms: started.elapsed().as_secs_f64() * 1e3,
-        instantiate_ms,
+        wall_ms: 0.0,
+        instantiate_ms: 0.0,
         fuel,
         memory_peak_bytes,
     };

@@ -38,6 +38,7 @@ pub mod reaper;
 pub mod run;
 pub mod runtime;
 pub mod sandbox;
+pub mod session;
 pub mod state;
 pub mod tier;
 pub mod trace;

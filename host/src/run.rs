@@ -267,6 +267,13 @@ pub struct RunResult {
     pub calls: CallTrace,
     /// What it used.
     pub usage: Usage,
+    /// The session the evaluation ran in, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Whether this evaluation ended its session (a trap or a timeout left
+    /// the instance unusable).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub session_closed: bool,
     /// Raw stdout bytes, for the CLI (not part of the JSON form).
     #[serde(skip)]
     pub stdout_bytes: Vec<u8>,
@@ -304,6 +311,8 @@ impl RunResult {
             guest: None,
             calls: CallTrace::default(),
             usage: Usage::default(),
+            session_id: None,
+            session_closed: false,
             stdout_bytes: Vec::new(),
             stderr_bytes: Vec::new(),
         }

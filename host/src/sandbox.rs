@@ -11,8 +11,10 @@ use crate::envelope::{Envelope, EnvelopeError};
 use crate::grant::{GrantProfiles, GrantSet};
 use crate::guest::{Guest, GuestKind};
 use crate::provider::{DisabledProvider, Provider, ProviderKind, WasmProvider};
+use crate::run::ErrorInfo;
 use crate::run::{Language, RunRequest, RunResult, new_run_id};
 use crate::runtime::{Runtime, RuntimeConfig, RuntimeError};
+use crate::session::{SessionInfo, SessionLimits, SessionTable};
 use crate::tier::{Isolation, Tier};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -38,6 +40,8 @@ pub struct SandboxConfig {
     /// The interpreter components, by language. A language without one is
     /// refused with `language_unavailable`.
     pub interpreters: Vec<(Language, PathBuf)>,
+    /// Limits on sessions.
+    pub sessions: SessionLimits,
 }
 
 impl Default for SandboxConfig {
@@ -49,6 +53,7 @@ impl Default for SandboxConfig {
             runtime: RuntimeConfig::default(),
             grants: GrantProfiles::empty(),
             interpreters: Vec::new(),
+            sessions: SessionLimits::default(),
         }
     }
 }
@@ -83,6 +88,7 @@ pub struct Sandbox {
     grants: GrantProfiles,
     interpreters: HashMap<Language, Guest>,
     components: RwLock<HashMap<String, Guest>>,
+    sessions: SessionTable,
 }
 
 impl Sandbox {
@@ -126,6 +132,7 @@ impl Sandbox {
             min_isolation: config.min_isolation,
             grants: config.grants,
             interpreters,
+            sessions: SessionTable::new(config.sessions),
             components: RwLock::new(HashMap::new()),
         })
     }
@@ -270,6 +277,130 @@ impl Sandbox {
     pub async fn run_guest_as(&self, caller: &str, guest: &Guest, req: &RunRequest) -> RunResult {
         self.run_guest_with_id(caller, guest, req, new_run_id())
             .await
+    }
+
+    /// Opens a session for `caller` on the interpreter for `req.language`
+    /// (or the registered interpreter component `req.component`). Only
+    /// `language`/`component` and `limits` of `req` are used.
+    pub async fn open_session(
+        &self,
+        caller: &str,
+        req: &RunRequest,
+    ) -> Result<SessionInfo, ErrorInfo> {
+        let guest = self.resolve_guest(req)?;
+        if guest.kind() != GuestKind::Interpreter {
+            return Err(ErrorInfo {
+                code: "invalid_request".into(),
+                message:
+                    "sessions need an interpreter guest (a `language`, or an interpreter component)"
+                        .into(),
+            });
+        }
+        let env = self
+            .envelope
+            .lowered_by(&req.limits)
+            .map_err(|e| ErrorInfo {
+                code: "invalid_limits".into(),
+                message: e.to_string(),
+            })?;
+        self.check_provider(req)?;
+        self.sessions
+            .open(&self.runtime, caller, &guest, &env)
+            .await
+    }
+
+    /// Evaluates `req.code` in `caller`'s session `session_id`. Each
+    /// evaluation is a run with its own envelope (`req.limits`), grants,
+    /// outputs and CallTrace.
+    pub async fn run_in_session(
+        &self,
+        caller: &str,
+        session_id: &str,
+        req: &RunRequest,
+    ) -> RunResult {
+        let run_id = new_run_id();
+        let iso = self.isolation();
+        let env = match self.envelope.lowered_by(&req.limits) {
+            Ok(env) => env,
+            Err(e) => return RunResult::refused(run_id, iso, "invalid_limits", e.to_string()),
+        };
+        let budget = Duration::from_millis(env.wall_time_ms);
+        let grants = match GrantSet::resolve(&self.grants, &req.grants, caller, budget) {
+            Ok(g) => g,
+            Err(e) => return RunResult::refused(run_id, iso, e.code(), e.to_string()),
+        };
+        // The floor is checked immediately before the evaluation runs.
+        if let Err(e) = self.check_provider(req) {
+            return RunResult::refused(run_id, iso, &e.code, e.message);
+        }
+        self.sessions
+            .eval(caller, session_id, req, &env, grants, iso, run_id)
+            .await
+    }
+
+    /// Closes `caller`'s session. Returns whether it was open.
+    pub fn close_session(&self, caller: &str, session_id: &str) -> bool {
+        self.sessions.close(caller, session_id)
+    }
+
+    /// Closes idle and expired sessions; returns how many are left.
+    pub fn sweep_sessions(&self) -> usize {
+        self.sessions.sweep();
+        self.sessions.len()
+    }
+
+    /// Open sessions of `caller`.
+    pub fn session_count(&self, caller: &str) -> usize {
+        self.sessions.count_for(caller)
+    }
+
+    fn resolve_guest(&self, req: &RunRequest) -> Result<Guest, ErrorInfo> {
+        let err = |code: &str, message: String| ErrorInfo {
+            code: code.into(),
+            message,
+        };
+        match (req.language, req.component.as_deref()) {
+            (Some(l), None) => self.interpreters.get(&l).cloned().ok_or_else(|| {
+                err(
+                    "language_unavailable",
+                    format!("this host has no {} interpreter", l.as_str()),
+                )
+            }),
+            (None, Some(name)) => self.component(name).ok_or_else(|| {
+                err(
+                    "unknown_component",
+                    "no component of that name or identity is registered".into(),
+                )
+            }),
+            _ => Err(err(
+                "invalid_request",
+                "give exactly one of `language` and `component`".into(),
+            )),
+        }
+    }
+
+    /// Refuses when the provider runs nothing or is below the floor.
+    /// Sessions run in this process, so only the `wasm` provider has them.
+    fn check_provider(&self, req: &RunRequest) -> Result<(), ErrorInfo> {
+        let iso = self.provider.isolation();
+        if iso.provider == "disabled" {
+            return Err(ErrorInfo {
+                code: "provider_disabled".into(),
+                message: crate::provider::DISABLED_MESSAGE.into(),
+            });
+        }
+        if let Some(floor) = req.minimum_isolation.max(self.min_isolation)
+            && iso.tier < floor
+        {
+            return Err(ErrorInfo {
+                code: "insufficient_isolation".into(),
+                message: format!(
+                    "the run requires isolation `{floor}` but provider {} gives `{}`",
+                    iso.provider, iso.tier
+                ),
+            });
+        }
+        Ok(())
     }
 
     async fn run_guest_with_id(

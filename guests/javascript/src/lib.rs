@@ -17,11 +17,13 @@ mod natives;
 mod bindings {
     // Only the broker import and the eval export are used from these
     // bindings. The world also includes the WASI 0.2 imports, which Rust's
-    // std for wasm32-wasip2 already binds; their generated modules go unused
-    // and the linker drops them.
+    // std for wasm32-wasip2 already binds; `generate_all` generates them
+    // rather than asking for a `with` mapping of each, and as nothing calls
+    // them the linker drops them again.
     wit_bindgen::generate!({
         path: "../../wit",
         world: "interpreter",
+        generate_all,
     });
 }
 

@@ -40,6 +40,25 @@ enum Command {
     Run(RunArgs),
     /// Print the provider, its isolation evidence and the envelope as JSON.
     Info(CommonArgs),
+    /// An interactive session: every cell runs in one interpreter instance,
+    /// so globals persist. A cell is one line, or, after a line ending in
+    /// `:`, `{`, `(`, `[` or `\`, every line up to the next empty one.
+    Repl(ReplArgs),
+}
+
+#[derive(Args)]
+struct ReplArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// python or javascript.
+    #[arg(long)]
+    language: String,
+    /// Wall-time limit per cell, in milliseconds.
+    #[arg(long = "timeout-ms")]
+    timeout_ms: Option<u64>,
+    /// Attach the grant profile NAME to every cell. Repeatable.
+    #[arg(long = "grant")]
+    grants: Vec<String>,
 }
 
 #[derive(Args, Clone)]
@@ -118,6 +137,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run(args) => runtime.block_on(run(args)),
         Command::Info(common) => info(common),
+        Command::Repl(args) => runtime.block_on(repl(args)),
     }
 }
 
@@ -358,4 +378,119 @@ fn exit_code(r: &RunResult) -> u8 {
         Status::Trap => EXIT_TRAP,
         Status::Refused => EXIT_REFUSED,
     }
+}
+
+/// Whether `line` opens a block that continues on the next lines.
+fn opens_block(line: &str) -> bool {
+    let t = line.trim_end();
+    t.ends_with(':')
+        || t.ends_with('{')
+        || t.ends_with('(')
+        || t.ends_with('[')
+        || t.ends_with('\\')
+}
+
+async fn repl(args: ReplArgs) -> ExitCode {
+    use std::io::{BufRead, IsTerminal};
+    let language = match args.language.parse::<Language>() {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    let mut cfg = match sandbox_config(&args.common) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    cfg.interpreters.retain(|(l, _)| *l == language);
+    if cfg.provider != ProviderKind::Disabled && cfg.interpreters.is_empty() {
+        return fail(&format!(
+            "no {} interpreter component found: build it with `make guests`",
+            language.as_str()
+        ));
+    }
+    let sandbox = match Sandbox::new(cfg) {
+        Ok(s) => s,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let caller = plimsoll::sandbox::LOCAL_CALLER;
+    let open = RunRequest {
+        language: Some(language),
+        ..RunRequest::default()
+    };
+    let info = match sandbox.open_session(caller, &open).await {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("plimsoll: {}: {}", e.code, e.message);
+            return ExitCode::from(EXIT_REFUSED);
+        }
+    };
+    let interactive = std::io::stdin().is_terminal();
+    if interactive {
+        eprintln!(
+            "plimsoll {} session on {} (isolation: {}); Ctrl-D to end",
+            language.as_str(),
+            info.guest,
+            sandbox.isolation().tier
+        );
+    }
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    let mut out = std::io::stdout();
+    let mut err = std::io::stderr();
+    let mut status = ExitCode::SUCCESS;
+    loop {
+        if interactive {
+            let _ = write!(err, ">>> ");
+            let _ = err.flush();
+        }
+        let Some(Ok(first)) = lines.next() else { break };
+        let mut cell = first.clone();
+        if opens_block(&first) {
+            loop {
+                if interactive {
+                    let _ = write!(err, "... ");
+                    let _ = err.flush();
+                }
+                match lines.next() {
+                    Some(Ok(l)) if !l.trim().is_empty() => {
+                        cell.push('\n');
+                        cell.push_str(&l);
+                    }
+                    _ => break,
+                }
+            }
+        }
+        if cell.trim().is_empty() {
+            continue;
+        }
+        let req = RunRequest {
+            code: Some(cell),
+            grants: args.grants.clone(),
+            limits: Limits {
+                wall_time_ms: args.timeout_ms,
+                ..Limits::default()
+            },
+            ..RunRequest::default()
+        };
+        let r = sandbox.run_in_session(caller, &info.session_id, &req).await;
+        let _ = out.write_all(&r.stdout_bytes);
+        let _ = err.write_all(&r.stderr_bytes);
+        if let Some(v) = r.result.as_deref().filter(|v| !v.is_empty()) {
+            let _ = writeln!(out, "{v}");
+        }
+        let _ = out.flush();
+        if r.status != Status::Ok && r.status != Status::Error {
+            let msg = r.error.as_ref().map(|e| e.message.as_str()).unwrap_or("");
+            let _ = writeln!(err, "plimsoll: {}: {msg}", r.status.as_str());
+        }
+        if r.status != Status::Ok {
+            status = ExitCode::from(exit_code(&r));
+        }
+        if r.session_closed || r.status == Status::Refused {
+            let _ = writeln!(err, "plimsoll: the session has ended");
+            break;
+        }
+    }
+    sandbox.close_session(caller, &info.session_id);
+    plimsoll::reaper::flush(std::time::Duration::from_secs(10));
+    status
 }
