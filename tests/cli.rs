@@ -219,3 +219,150 @@ fn info_reports_the_provider_and_its_evidence() {
     assert_eq!(v["isolation"]["tier"], "process");
     assert_eq!(v["provider"], "wasm");
 }
+
+/// A state directory shared by the CLI tests, so that the Python
+/// interpreter is compiled once, not once per test.
+fn shared_state() -> std::path::PathBuf {
+    guests_dir().join("../test-state")
+}
+
+#[test]
+fn a_batch_of_500_mixed_jobs_accounts_for_every_job_and_resumes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jobs = dir.path().join("jobs.jsonl");
+    let out = dir.path().join("results.jsonl");
+    let mut lines = String::new();
+    let mut expected = std::collections::BTreeMap::new();
+    for i in 0..500 {
+        let (job, want) = match i % 10 {
+            0 => (
+                serde_json::json!({"id": format!("j{i}"), "language": "python", "code": "while True: pass", "limits": {"wall_time_ms": 200}}),
+                "timeout",
+            ),
+            5 => (
+                serde_json::json!({"id": format!("j{i}"), "language": "python", "code": "x = 'y' * 10**9", "limits": {"memory_bytes": 67108864}}),
+                "memory_exhausted",
+            ),
+            3 => (
+                serde_json::json!({"id": format!("j{i}"), "language": "python", "code": "raise ValueError('no')"}),
+                "error",
+            ),
+            7 => (
+                serde_json::json!({"id": format!("j{i}"), "component": guest("hello")}),
+                "ok",
+            ),
+            _ => (
+                serde_json::json!({"id": format!("j{i}"), "language": "python", "code": format!("{i} * 2")}),
+                "ok",
+            ),
+        };
+        lines.push_str(&job.to_string());
+        lines.push('\n');
+        expected.insert(format!("j{i}"), want);
+    }
+    // A malformed line and a duplicate id are results too, not crashes.
+    lines.push_str("{\"id\": \"bad\", \"langauge\": \"python\"}\n");
+    lines.push_str(&serde_json::json!({"id": "j1", "language": "python", "code": "1"}).to_string());
+    lines.push('\n');
+    std::fs::write(&jobs, &lines).expect("write jobs");
+
+    let batch = |out: &std::path::Path| {
+        run(plimsoll()
+            .env("PLIMSOLL_WORK_DIR", dir.path().join("work"))
+            .env(
+                "PLIMSOLL_PYTHON_COMPONENT",
+                guests_dir().join("python.wasm"),
+            )
+            .args([
+                "batch",
+                "--provider",
+                "wasm",
+                "--summary-json",
+                "--state-dir",
+            ])
+            .arg(shared_state())
+            .arg(&jobs)
+            .arg("-o")
+            .arg(out))
+    };
+    let first = batch(&out);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let results: Vec<serde_json::Value> = std::fs::read_to_string(&out)
+        .expect("results")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("result line"))
+        .collect();
+    assert_eq!(results.len(), 502, "one line per job");
+    let mut by_id = std::collections::BTreeMap::new();
+    for r in &results {
+        by_id.insert(r["id"].as_str().unwrap_or("").to_owned(), r.clone());
+    }
+    for (id, want) in &expected {
+        let got = by_id
+            .get(id)
+            .map(|r| r["status"].as_str().unwrap_or("").to_owned());
+        assert_eq!(got.as_deref(), Some(*want), "job {id}");
+    }
+    assert_eq!(by_id["j2"]["result"], "4");
+    assert_eq!(by_id["bad"]["status"], "refused");
+    assert!(
+        by_id.keys().any(|k| k.starts_with("j1#line-")),
+        "the duplicate got its own line"
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&first.stdout).expect("summary");
+    assert_eq!(summary["ran"], 502);
+
+    // Rerunning with the same output skips everything already done.
+    let second = batch(&out);
+    assert_eq!(second.status.code(), Some(0));
+    let summary: serde_json::Value = serde_json::from_slice(&second.stdout).expect("summary");
+    assert_eq!(summary["ran"], 0);
+    assert_eq!(summary["skipped"], 502);
+    assert_eq!(
+        std::fs::read_to_string(&out)
+            .expect("results")
+            .lines()
+            .count(),
+        502
+    );
+}
+
+#[test]
+fn scripts_and_the_repl_run_python() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("hello.py");
+    std::fs::write(&script, "print('hi from python')\n").expect("write");
+    let env = |c: &mut Command| {
+        c.env("PLIMSOLL_WORK_DIR", dir.path().join("work"))
+            .env(
+                "PLIMSOLL_PYTHON_COMPONENT",
+                guests_dir().join("python.wasm"),
+            )
+            .arg("--state-dir")
+            .arg(shared_state());
+    };
+    let mut c = plimsoll();
+    c.args(["run", "--provider", "wasm"]);
+    env(&mut c);
+    let out = run(c.arg(&script));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "hi from python\n");
+
+    let mut c = plimsoll();
+    c.args(["repl", "--provider", "wasm", "--language", "python"]);
+    env(&mut c);
+    c.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().expect("spawn repl");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(b"x = 20\ndef double(v):\n    return v * 2\n\ndouble(x) + 2\n")
+            .expect("write cells");
+    }
+    let out = child.wait_with_output().expect("repl output");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "42\n");
+}

@@ -21,6 +21,7 @@
 //! The flow of a run is request → envelope → provider → guest → result;
 //! `docs/architecture.md` walks through it.
 
+pub mod batch;
 pub mod bindings;
 pub mod blob;
 pub mod broker;

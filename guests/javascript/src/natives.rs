@@ -17,6 +17,10 @@ pub fn object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
     let natives = Object::new(ctx.clone())?;
     natives.set("write", Function::new(ctx.clone(), write)?)?;
     natives.set("call", Function::new(ctx.clone(), call)?)?;
+    // TEMPORARY (calibration): set QuickJS's stack limit from JS.
+    ctx.globals().set("__setStackLimit", Function::new(ctx.clone(), |ctx: Ctx<'js>, n: f64| unsafe {
+        rquickjs::qjs::JS_SetMaxStackSize(rquickjs::qjs::JS_GetRuntime(ctx.as_raw().as_ptr()), n as _)
+    })?)?;
     Ok(natives)
 }
 

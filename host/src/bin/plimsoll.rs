@@ -44,6 +44,28 @@ enum Command {
     /// so globals persist. A cell is one line, or, after a line ending in
     /// `:`, `{`, `(`, `[` or `\`, every line up to the next empty one.
     Repl(ReplArgs),
+    /// Run every job of a JSON Lines file in parallel, one result line per
+    /// job. A job: {"id", "language" | "component", "code", "stdin"?,
+    /// "files"?, "limits"?, "grants"?}. Rerunning with the same output skips
+    /// the ids already there.
+    Batch(BatchArgs),
+}
+
+#[derive(Args)]
+struct BatchArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// The jobs file (JSON Lines); `-` reads stdin.
+    jobs: PathBuf,
+    /// The results file (JSON Lines), appended to.
+    #[arg(short = 'o', long = "output")]
+    output: PathBuf,
+    /// Jobs in flight at once (default: twice the cores).
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// Print the closing summary as JSON on stdout.
+    #[arg(long = "summary-json")]
+    summary_json: bool,
 }
 
 #[derive(Args)]
@@ -138,6 +160,7 @@ fn main() -> ExitCode {
         Command::Run(args) => runtime.block_on(run(args)),
         Command::Info(common) => info(common),
         Command::Repl(args) => runtime.block_on(repl(args)),
+        Command::Batch(args) => runtime.block_on(batch(args)),
     }
 }
 
@@ -493,4 +516,46 @@ async fn repl(args: ReplArgs) -> ExitCode {
     sandbox.close_session(caller, &info.session_id);
     plimsoll::reaper::flush(std::time::Duration::from_secs(10));
     status
+}
+
+async fn batch(args: BatchArgs) -> ExitCode {
+    use std::io::IsTerminal;
+    let cfg = match sandbox_config(&args.common) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    let sandbox = match Sandbox::new(cfg) {
+        Ok(s) => std::sync::Arc::new(s),
+        Err(e) => return fail(&e.to_string()),
+    };
+    let mut opts = plimsoll::batch::BatchOptions {
+        progress: std::io::stderr().is_terminal(),
+        ..Default::default()
+    };
+    if let Some(n) = args.concurrency {
+        opts.concurrency = n.max(1);
+    }
+    let summary = if args.jobs.as_os_str() == "-" {
+        let stdin = std::io::BufReader::new(std::io::stdin());
+        plimsoll::batch::run_batch(sandbox, stdin, &args.output, &opts).await
+    } else {
+        match std::fs::File::open(&args.jobs) {
+            Ok(f) => {
+                plimsoll::batch::run_batch(sandbox, std::io::BufReader::new(f), &args.output, &opts)
+                    .await
+            }
+            Err(e) => return fail(&format!("cannot read {}: {e}", args.jobs.display())),
+        }
+    };
+    plimsoll::reaper::flush(std::time::Duration::from_secs(10));
+    match summary {
+        Ok(s) => {
+            eprintln!("plimsoll batch: {}", s.line());
+            if args.summary_json {
+                println!("{}", serde_json::to_string(&s).unwrap_or_default());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&format!("batch failed: {e}")),
+    }
 }
