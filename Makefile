@@ -15,14 +15,14 @@ GUESTS_OUT := $(CURDIR)/target/guests
 PLIMSOLL := $(TARGET_DIR)/release/plimsoll
 export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
 
-.PHONY: setup guests example-guests python-guest build demo test lint bench clean
+.PHONY: setup guests example-guests python-guest javascript-guest build demo test lint bench clean
 
 ## Toolchain pieces the project needs (idempotent).
 setup:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 
 ## Every guest: the example and hostile guests, and the interpreters.
-guests: example-guests python-guest
+guests: example-guests python-guest javascript-guest
 
 ## The example and hostile Rust guests, compiled to components.
 example-guests: setup
@@ -30,6 +30,11 @@ example-guests: setup
 	@mkdir -p $(GUESTS_OUT)
 	@cp $(TARGET_DIR)/wasm32-wasip2/guest/*.wasm $(GUESTS_OUT)/
 	@echo "guests in $(GUESTS_OUT)"
+
+## QuickJS as a component (rquickjs; Debian's clang-19 and wasi-libc, which
+## the build script installs when missing).
+javascript-guest: setup
+	guests/javascript/build.sh
 
 ## CPython as a component (componentize-py, pinned, in a virtualenv under
 ## guests/python/build). Rebuilt only when its sources change.
@@ -43,8 +48,10 @@ build: setup
 ## A real run of agent code: the example guests under the in-process
 ## wasmtime provider, one of them hostile.
 demo: guests build
-	@echo '--- hello'
-	$(PLIMSOLL) run --provider wasm $(GUESTS_OUT)/hello.wasm
+	@echo '--- a Python script (CPython in a component)'
+	$(PLIMSOLL) run --provider wasm guests/examples/scripts/demo.py
+	@echo '--- a JavaScript cell (QuickJS in a component), with the whole JSON result'
+	$(PLIMSOLL) run --provider wasm --json guests/examples/scripts/demo.js
 	@echo '--- echo: stdin and a file in, an artifact out (JSON result)'
 	@echo "a file from the host" > $(TARGET_DIR)/demo-input.txt
 	echo "stdin for the guest" | $(PLIMSOLL) run --provider wasm --json --stdin /dev/stdin \
@@ -55,10 +62,13 @@ demo: guests build
 test: guests
 	python3 guests/python/test_guest.py
 	$(CARGO) test --release --workspace
+	$(CARGO) test --manifest-path guests/javascript/Cargo.toml
 
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) fmt --manifest-path guests/javascript/Cargo.toml -- --check
+	$(CARGO) clippy --manifest-path guests/javascript/Cargo.toml --all-targets -- -D warnings
 
 bench: guests
 	$(CARGO) bench -p plimsoll

@@ -38,7 +38,7 @@ pub fn interpreters() -> Vec<(Language, PathBuf)> {
     let mut v = Vec::new();
     for (l, f, required) in [
         (Language::Python, "python.wasm", true),
-        (Language::Javascript, "javascript.wasm", false),
+        (Language::Javascript, "javascript.wasm", true),
     ] {
         let p = guests_dir().join(f);
         if !p.is_file() && !required {

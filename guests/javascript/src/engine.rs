@@ -17,11 +17,18 @@ use crate::natives;
 /// `memory.grow` and QuickJS throws the same error.
 const MEMORY_LIMIT: usize = 192 << 20;
 
-/// QuickJS's limit on the C stack it runs on, in bytes. Deeper recursion
-/// throws a catchable `RangeError`. The wasm shadow stack (`build.rs`) is
-/// larger, and the host's native wasm stack holds the deepest recursion this
-/// allows; both are checked by the recursion tests in the README.
-const MAX_STACK_SIZE: usize = 256 << 10;
+/// QuickJS's limit on the stack it measures, in bytes: deeper recursion
+/// throws a catchable `RangeError` ("Maximum call stack size exceeded").
+///
+/// QuickJS measures the wasm *shadow* stack (linear memory, `build.rs`), but
+/// what actually runs out first is the host's *native* wasm stack (wasmtime's
+/// `max_wasm_stack`, 4 MiB in plimsoll), which traps the instance. A JS call
+/// costs roughly 15 to 25 times more native stack than shadow stack: with
+/// 4 MiB of native stack the most native-hungry recursion measured (a getter
+/// calling itself) overflows at about 179 KiB of shadow stack, plain
+/// function recursion at about 250 KiB. 128 KiB keeps a margin below all of
+/// them (about 470 plain JS frames). Scale it with the host's stack.
+const MAX_STACK_SIZE: usize = 128 << 10;
 
 /// The prelude: builds `console` and `plimsoll` and returns the helpers
 /// `render` and `describe`.
@@ -49,12 +56,14 @@ enum Failure<'js> {
     Message(String),
 }
 
+// Fields drop in declaration order, and QuickJS insists on it: values
+// first, then the context, then the runtime (which asserts that no object
+// is left). A component instance is never torn down, but tests are.
 struct Engine {
-    // Dropped after `context` (fields drop in order); kept for that alone.
-    context: Context,
-    _runtime: Runtime,
     /// `{render, describe}` from the prelude.
     helpers: Persistent<Object<'static>>,
+    context: Context,
+    _runtime: Runtime,
     /// Cells evaluated so far; names the next one in stack traces.
     cells: u64,
 }
@@ -84,11 +93,13 @@ pub fn eval(code: &str) -> Result<String, String> {
 
 impl Engine {
     fn new() -> Result<Self, String> {
-        let runtime = Runtime::new().map_err(|e| format!("could not create the JavaScript runtime: {e}"))?;
+        let runtime =
+            Runtime::new().map_err(|e| format!("could not create the JavaScript runtime: {e}"))?;
         runtime.set_memory_limit(MEMORY_LIMIT);
         runtime.set_max_stack_size(MAX_STACK_SIZE);
         runtime.set_host_promise_rejection_tracker(Some(Box::new(track_rejection)));
-        let context = Context::full(&runtime).map_err(|e| format!("could not create the JavaScript context: {e}"))?;
+        let context = Context::full(&runtime)
+            .map_err(|e| format!("could not create the JavaScript context: {e}"))?;
         let helpers = context.with(|ctx| {
             let setup = || -> rquickjs::Result<Persistent<Object<'static>>> {
                 let mut options = EvalOptions::default();
@@ -99,11 +110,19 @@ impl Engine {
                 Ok(Persistent::save(&ctx, helpers))
             };
             setup().map_err(|e| match e {
-                Error::Exception => format!("the JavaScript prelude failed: {}", fallback_description(&ctx.catch())),
+                Error::Exception => format!(
+                    "the JavaScript prelude failed: {}",
+                    fallback_description(&ctx.catch())
+                ),
                 other => format!("the JavaScript prelude failed: {other}"),
             })
         })?;
-        Ok(Engine { context, _runtime: runtime, helpers, cells: 0 })
+        Ok(Engine {
+            helpers,
+            context,
+            _runtime: runtime,
+            cells: 0,
+        })
     }
 
     fn eval(&mut self, code: &str) -> Result<String, String> {
@@ -122,8 +141,9 @@ impl Engine {
 
             // Promises whose rejection `run_cell` reports itself.
             let mut reported = Vec::new();
-            let outcome = run_cell(&ctx, code, name, &mut reported)
-                .and_then(|value| call_helper(&ctx, &helpers, "render", value).map_err(Failure::Message));
+            let outcome = run_cell(&ctx, code, name, &mut reported).and_then(|value| {
+                call_helper(&ctx, &helpers, "render", value).map_err(Failure::Message)
+            });
 
             let mut errors = Vec::new();
             let result = match outcome {
@@ -135,7 +155,12 @@ impl Engine {
             };
             for (promise, reason) in take_unhandled(&ctx) {
                 if !reported.contains(&promise) {
-                    errors.push(describe_failure(&ctx, &helpers, "Uncaught (in promise) ", Failure::Thrown(reason)));
+                    errors.push(describe_failure(
+                        &ctx,
+                        &helpers,
+                        "Uncaught (in promise) ",
+                        Failure::Thrown(reason),
+                    ));
                 }
             }
             match result {
@@ -158,6 +183,12 @@ fn run_cell<'js>(
     name: String,
     reported: &mut Vec<Value<'js>>,
 ) -> Result<Value<'js>, Failure<'js>> {
+    // QuickJS takes the source as a C string.
+    if let Some(at) = code.find('\0') {
+        return Err(Failure::Message(format!(
+            "Uncaught SyntaxError: the cell contains a NUL character (at byte {at})"
+        )));
+    }
     let mut options = EvalOptions::default();
     options.global = true;
     options.strict = false;
@@ -165,23 +196,37 @@ fn run_cell<'js>(
     // Keep frames of whoever called eval out of the cell's stack traces.
     options.backtrace_barrier = true;
     options.filename = Some(name);
-    let evaluated: Value = ctx.eval_with_options(code, options).map_err(|e| caught(ctx, e))?;
+    let evaluated: Value = ctx
+        .eval_with_options(code, options)
+        .map_err(|e| caught(ctx, e))?;
     drain_jobs(ctx);
 
     let Some(cell) = evaluated.into_promise() else {
-        return Err(Failure::Message("internal error: the cell did not evaluate to a promise".to_owned()));
+        return Err(Failure::Message(
+            "internal error: the cell did not evaluate to a promise".to_owned(),
+        ));
     };
     reported.push(cell.clone().into_value());
     let wrapper = settled(ctx, &cell, "the cell awaited a promise that never settled")?;
     let completion = match wrapper.as_object() {
-        Some(object) => object.get::<_, Value>("value").map_err(|e| caught(ctx, e))?,
-        None => return Err(Failure::Message("internal error: the cell's result has no value".to_owned())),
+        Some(object) => object
+            .get::<_, Value>("value")
+            .map_err(|e| caught(ctx, e))?,
+        None => {
+            return Err(Failure::Message(
+                "internal error: the cell's result has no value".to_owned(),
+            ));
+        }
     };
     // A cell that ends in a promise (`fetchAll()` without `await`) has its
     // value awaited too; the job queue is already drained.
     if let Some(promise) = completion.as_promise().cloned() {
         reported.push(promise.clone().into_value());
-        return settled(ctx, &promise, "the cell's value is a promise that never settled");
+        return settled(
+            ctx,
+            &promise,
+            "the cell's value is a promise that never settled",
+        );
     }
     Ok(completion)
 }
@@ -192,7 +237,11 @@ fn drain_jobs(ctx: &Ctx<'_>) {
 }
 
 /// The value of a promise after the job queue has been drained.
-fn settled<'js>(ctx: &Ctx<'js>, promise: &Promise<'js>, pending: &str) -> Result<Value<'js>, Failure<'js>> {
+fn settled<'js>(
+    ctx: &Ctx<'js>,
+    promise: &Promise<'js>,
+    pending: &str,
+) -> Result<Value<'js>, Failure<'js>> {
     match promise.state() {
         PromiseState::Resolved | PromiseState::Rejected => match promise.result::<Value>() {
             Some(Ok(value)) => Ok(value),
@@ -213,21 +262,37 @@ fn caught<'js>(ctx: &Ctx<'js>, error: Error) -> Failure<'js> {
 }
 
 /// Calls `helpers[name](value)` and returns the string it makes.
-fn call_helper<'js>(ctx: &Ctx<'js>, helpers: &Object<'js>, name: &str, value: Value<'js>) -> Result<String, String> {
-    let result = helpers.get::<_, Function>(name).and_then(|f| f.call::<_, String>((value,)));
+fn call_helper<'js>(
+    ctx: &Ctx<'js>,
+    helpers: &Object<'js>,
+    name: &str,
+    value: Value<'js>,
+) -> Result<String, String> {
+    let result = helpers
+        .get::<_, Function>(name)
+        .and_then(|f| f.call::<_, String>((value,)));
     result.map_err(|e| match e {
-        Error::Exception => format!("could not render the value: {}", fallback_description(&ctx.catch())),
+        Error::Exception => format!(
+            "could not render the value: {}",
+            fallback_description(&ctx.catch())
+        ),
         other => format!("could not render the value: {other}"),
     })
 }
 
-fn describe_failure<'js>(ctx: &Ctx<'js>, helpers: &Object<'js>, prefix: &str, failure: Failure<'js>) -> String {
+fn describe_failure<'js>(
+    ctx: &Ctx<'js>,
+    helpers: &Object<'js>,
+    prefix: &str,
+    failure: Failure<'js>,
+) -> String {
     match failure {
         Failure::Message(message) => message,
         Failure::Thrown(value) => {
             // The prelude's `describe` may itself fail (no memory left, a
             // `toString` that throws): fall back to what Rust can read.
-            let text = call_helper(ctx, helpers, "describe", value.clone()).unwrap_or_else(|_| fallback_description(&value));
+            let text = call_helper(ctx, helpers, "describe", value.clone())
+                .unwrap_or_else(|_| fallback_description(&value));
             format!("{prefix}{text}")
         }
     }
@@ -239,7 +304,13 @@ fn fallback_description(value: &Value<'_>) -> String {
         return text;
     }
     if let Some(object) = value.as_object() {
-        let field = |key: &str| object.get::<_, Option<rquickjs::String>>(key).ok().flatten().and_then(|s| s.to_string().ok());
+        let field = |key: &str| {
+            object
+                .get::<_, Option<rquickjs::String>>(key)
+                .ok()
+                .flatten()
+                .and_then(|s| s.to_string().ok())
+        };
         if let Some(message) = field("message") {
             let name = field("name").unwrap_or_else(|| "Error".to_owned());
             return match field("stack") {
@@ -258,7 +329,13 @@ fn track_rejection<'js>(ctx: Ctx<'js>, promise: Value<'js>, reason: Value<'js>, 
     UNHANDLED.with(|unhandled| {
         let mut unhandled = unhandled.borrow_mut();
         if handled {
-            unhandled.retain(|r| r.promise.clone().restore(&ctx).map(|p| p != promise).unwrap_or(false));
+            unhandled.retain(|r| {
+                r.promise
+                    .clone()
+                    .restore(&ctx)
+                    .map(|p| p != promise)
+                    .unwrap_or(false)
+            });
         } else {
             unhandled.push(Rejection {
                 promise: Persistent::save(&ctx, promise),
@@ -275,4 +352,150 @@ fn take_unhandled<'js>(ctx: &Ctx<'js>) -> Vec<(Value<'js>, Value<'js>)> {
         .into_iter()
         .filter_map(|r| Some((r.promise.restore(ctx).ok()?, r.reason.restore(ctx).ok()?)))
         .collect()
+}
+
+// Native tests of the engine (`cargo test` on the build machine's own
+// target; see README). The broker import only exists inside a component, so
+// nothing here reaches `plimsoll`'s native call. Each test runs on its own
+// thread and so gets its own engine.
+#[cfg(test)]
+mod tests {
+    use super::eval;
+
+    fn ok(code: &str) -> String {
+        match eval(code) {
+            Ok(text) => text,
+            Err(e) => panic!("{code:?} failed: {e}"),
+        }
+    }
+
+    fn err(code: &str) -> String {
+        match eval(code) {
+            Ok(text) => panic!("{code:?} succeeded with {text:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn completion_values_render_as_json() {
+        assert_eq!(ok("1+1"), "2");
+        assert_eq!(ok("'a' + 'b'"), "\"ab\"");
+        assert_eq!(ok("({a: [1, 2], b: null})"), "{\"a\":[1,2],\"b\":null}");
+        assert_eq!(ok("undefined"), "");
+        assert_eq!(ok("let unused = 1"), "");
+        assert_eq!(ok("10n"), "10");
+        assert_eq!(ok("const c = {}; c.c = c; c"), "[object Object]");
+        assert_eq!(ok("Symbol('s')"), "Symbol(s)");
+        assert_eq!(ok("'\\ud800'"), "\"\\ud800\"");
+    }
+
+    #[test]
+    fn globals_persist_between_cells() {
+        ok("let x = 40; var y = 1; function f() { return x + y + 1 }");
+        assert_eq!(ok("x + 2"), "42");
+        assert_eq!(ok("f()"), "42");
+        assert_eq!(ok("globalThis.y"), "1");
+    }
+
+    #[test]
+    fn errors_carry_the_stack_and_leave_the_engine_usable() {
+        let e = err("function boom() { throw new Error('boom') }\nboom()");
+        assert!(e.starts_with("Uncaught Error: boom\n"), "{e}");
+        assert!(e.contains("at boom (cell-1:1:"), "{e}");
+        assert_eq!(ok("1"), "1");
+        let e = err("let = ;");
+        assert!(e.starts_with("Uncaught SyntaxError:"), "{e}");
+        assert_eq!(err("throw 42"), "Uncaught 42");
+        assert_eq!(err("throw {a: 1}"), "Uncaught {\"a\":1}");
+        assert_eq!(
+            err("1 +\0 1"),
+            "Uncaught SyntaxError: the cell contains a NUL character (at byte 3)"
+        );
+        assert_eq!(ok("2"), "2");
+    }
+
+    #[test]
+    fn top_level_await_and_promise_values_settle() {
+        assert_eq!(ok("await Promise.resolve(5)"), "5");
+        assert_eq!(ok("const v = await new Promise(r => r(6)); v * 2"), "12");
+        assert_eq!(ok("Promise.resolve(7)"), "7");
+        assert_eq!(ok("(async () => { await null; return 8 })()"), "8");
+        let e = err("Promise.reject(new Error('nope'))");
+        assert!(e.starts_with("Uncaught Error: nope"), "{e}");
+        let e = err("await Promise.reject(new TypeError('tt'))");
+        assert!(e.starts_with("Uncaught TypeError: tt"), "{e}");
+        let e = err("await new Promise(() => {})");
+        assert!(e.contains("never settled"), "{e}");
+        assert_eq!(ok("3"), "3");
+    }
+
+    #[test]
+    fn unhandled_rejections_fail_the_cell() {
+        let e = err("Promise.reject(new Error('lost')); 1");
+        assert!(e.starts_with("Uncaught (in promise) Error: lost"), "{e}");
+        // A handler attached later in the same cell counts as handling it.
+        assert_eq!(
+            ok("const p = Promise.reject(new Error('late')); p.catch(() => {}); 2"),
+            "2"
+        );
+        let e = err("async function f() { throw new RangeError('r') } f(); 'x'");
+        assert!(e.starts_with("Uncaught (in promise) RangeError: r"), "{e}");
+        // Rejections of an earlier cell are not reported again.
+        assert_eq!(ok("4"), "4");
+    }
+
+    #[test]
+    fn deep_recursion_is_a_catchable_range_error() {
+        let e = err("function f(n) { return f(n + 1) } f(0)");
+        assert!(
+            e.starts_with("Uncaught RangeError: Maximum call stack size exceeded"),
+            "{e}"
+        );
+        assert_eq!(
+            ok("function g(n) { return g(n + 1) } try { g(0) } catch (e) { e.name }"),
+            "\"RangeError\""
+        );
+    }
+
+    #[test]
+    fn no_modules_or_host_objects() {
+        let e = err("await import('os')");
+        assert!(e.contains("could not load module 'os'"), "{e}");
+        let e = err("require('fs')");
+        assert!(e.contains("require is not defined"), "{e}");
+        let e = err("import * as os from 'os'");
+        assert!(e.starts_with("Uncaught SyntaxError"), "{e}");
+        assert_eq!(
+            ok("[typeof std, typeof os, typeof scriptArgs, typeof print]"),
+            "[\"undefined\",\"undefined\",\"undefined\",\"undefined\"]"
+        );
+    }
+
+    #[test]
+    fn plimsoll_validates_before_calling_the_broker() {
+        let e = err("await plimsoll.get(1, '/x')");
+        assert!(
+            e.starts_with("Uncaught TypeError: api must be a string"),
+            "{e}"
+        );
+        assert!(!e.contains("<prelude>"), "prelude frames leak: {e}");
+        let e = err("await plimsoll.call('a', 'GET', '/x', undefined, [['only-a-name']])");
+        assert!(e.contains("[name, value] pair"), "{e}");
+        assert_eq!(
+            ok(
+                "[typeof plimsoll.get, typeof plimsoll.del, plimsoll.Denied.name, new plimsoll.Timeout() instanceof plimsoll.BrokerError]"
+            ),
+            "[\"function\",\"function\",\"Denied\",true]"
+        );
+    }
+
+    #[test]
+    fn cells_cannot_break_the_helpers() {
+        ok("JSON.stringify = () => 'hijacked'; String = null; Array.prototype.join = null");
+        assert_eq!(ok("({a: 1})"), "{\"a\":1}");
+        assert!(
+            err("throw new Error('still described')")
+                .starts_with("Uncaught Error: still described")
+        );
+    }
 }

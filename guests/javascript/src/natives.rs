@@ -17,10 +17,6 @@ pub fn object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
     let natives = Object::new(ctx.clone())?;
     natives.set("write", Function::new(ctx.clone(), write)?)?;
     natives.set("call", Function::new(ctx.clone(), call)?)?;
-    // TEMPORARY (calibration): set QuickJS's stack limit from JS.
-    ctx.globals().set("__setStackLimit", Function::new(ctx.clone(), |ctx: Ctx<'js>, n: f64| unsafe {
-        rquickjs::qjs::JS_SetMaxStackSize(rquickjs::qjs::JS_GetRuntime(ctx.as_raw().as_ptr()), n as _)
-    })?)?;
     Ok(natives)
 }
 
@@ -94,7 +90,10 @@ fn header_pairs<'js>(ctx: &Ctx<'js>, headers: &Array<'js>) -> Result<Vec<(String
     for entry in headers.iter::<Array<'js>>() {
         let entry = entry?;
         if entry.len() != 2 {
-            return Err(Exception::throw_type(ctx, "a header must be a [name, value] pair"));
+            return Err(Exception::throw_type(
+                ctx,
+                "a header must be a [name, value] pair",
+            ));
         }
         pairs.push((entry.get::<String>(0)?, entry.get::<String>(1)?));
     }
@@ -105,15 +104,21 @@ fn body_bytes<'js>(ctx: &Ctx<'js>, body: Value<'js>) -> Result<Vec<u8>> {
     if let Some(text) = body.as_string() {
         return Ok(text.to_string()?.into_bytes());
     }
-    if let Some(object) = body.as_object() {
-        if let Some(bytes) = object.as_typed_array::<u8>() {
-            // SAFETY: the slice is copied at once; no JS runs while it is
-            // borrowed, so the buffer cannot be detached or resized under it.
-            if let Some(slice) = unsafe { bytes.as_bytes() } {
-                return Ok(slice.to_vec());
-            }
-            return Err(Exception::throw_type(ctx, "the body's ArrayBuffer is detached"));
+    if let Some(object) = body.as_object()
+        && let Some(bytes) = object.as_typed_array::<u8>()
+    {
+        // SAFETY: the slice is copied at once; no JS runs while it is
+        // borrowed, so the buffer cannot be detached or resized under it.
+        if let Some(slice) = unsafe { bytes.as_bytes() } {
+            return Ok(slice.to_vec());
         }
+        return Err(Exception::throw_type(
+            ctx,
+            "the body's ArrayBuffer is detached",
+        ));
     }
-    Err(Exception::throw_type(ctx, "the body must be a string or a Uint8Array"))
+    Err(Exception::throw_type(
+        ctx,
+        "the body must be a string or a Uint8Array",
+    ))
 }

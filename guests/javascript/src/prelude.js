@@ -21,6 +21,13 @@
     const isView = ArrayBuffer.isView;
     const toWellFormed = String.prototype.toWellFormed;
     const toLowerCase = String.prototype.toLowerCase;
+    const stringReplace = String.prototype.replace;
+    const fromEntries = Object.fromEntries;
+    const objectEntries = Object.entries;
+    const hasOwn = Object.hasOwn;
+    const arrayFrom = Array.from;
+    const MapCtor = Map;
+    const SetCtor = Set;
     const ErrorBase = Error;
     const StringCtor = String;
     const Uint8ArrayCtor = Uint8Array;
@@ -45,22 +52,69 @@
         }
     }
 
-    function isPlainObject(v) {
+    // Objects that console shows as JSON: arrays, plain objects and class
+    // instances that keep Object.prototype.toString.
+    function isJsonish(v) {
         if (v === null || typeof v !== "object") return false;
         if (isArray(v)) return true;
         const proto = getPrototypeOf(v);
-        return proto === objectProto || proto === null || v.toString === objectToString;
+        if (proto === objectProto || proto === null) return true;
+        try {
+            return v.toString === objectToString;
+        } catch (_) {
+            return false;
+        }
     }
 
-    // JSON, but values JSON drops or refuses get a readable stand-in.
-    function jsonReplacer(_key, value) {
-        switch (typeof value) {
-            case "bigint": return StringCtor(value) + "n";
-            case "function": return "[Function " + (value.name || "anonymous") + "]";
-            case "symbol": return value.toString();
-            case "undefined": return value;
-            default: return value;
+    function functionLabel(f) {
+        let name = "";
+        try {
+            name = f.name;
+        } catch (_) {
+            // A throwing `name` getter: keep it anonymous.
         }
+        return "[Function" + (typeof name === "string" && name !== "" ? ": " + name : " (anonymous)") + "]";
+    }
+
+    // A JSON.stringify replacer that gives values JSON drops or refuses a
+    // readable stand-in, and marks a reference back to an enclosing object
+    // as "[Circular]" instead of failing.
+    function jsonReplacer() {
+        // The chain of objects from the root to the one being serialised.
+        const ancestors = [];
+        return function (_key, value) {
+            switch (typeof value) {
+                case "bigint": return StringCtor(value) + "n";
+                case "function": return functionLabel(value);
+                case "symbol": return value.toString();
+                case "object": break;
+                default: return value;
+            }
+            if (value === null) return value;
+            while (ancestors.length > 0 && ancestors[ancestors.length - 1] !== this) ancestors.pop();
+            for (let i = 0; i < ancestors.length; i++) {
+                if (ancestors[i] === value) return "[Circular]";
+            }
+            ancestors.push(value);
+            let standIn;
+            if (value instanceof MapCtor) standIn = fromEntries(value);
+            else if (value instanceof SetCtor) standIn = arrayFrom(value);
+            else return value;
+            // The stand-in is the holder of the Map's or Set's members: keep
+            // it on the chain too, so a member pointing back is caught.
+            ancestors.push(standIn);
+            return standIn;
+        };
+    }
+
+    // A value inside a Map or Set (`outer` holds the enclosing ones):
+    // strings quoted, like JSON.
+    function showInner(v, outer) {
+        if (typeof v === "string") return stringify(v);
+        for (let i = 0; i < outer.length; i++) {
+            if (outer[i] === v) return "[Circular]";
+        }
+        return show(v, outer);
     }
 
     function describeError(e) {
@@ -73,19 +127,54 @@
         } catch (_) {
             stack = undefined;
         }
-        return typeof stack === "string" && stack.length > 0 ? head + "\n" + stack.replace(/\n$/, "") : head;
+        return typeof stack === "string" && stack.length > 0 ? head + "\n" + call(stringReplace, stack, /\n$/, "") : head;
+    }
+
+    // Removes the prelude's own frames from an error's stack, so that an
+    // error thrown by `plimsoll` points at the cell that made the call.
+    function hidePreludeFrames(e) {
+        try {
+            if (typeof e.stack === "string") e.stack = call(stringReplace, e.stack, /^.*\(<prelude>:.*\n?/gm, "");
+        } catch (_) {
+            // A frozen or exotic error: leave its stack as it is.
+        }
+        return e;
     }
 
     // One console argument.
-    function show(v) {
-        if (typeof v === "string") return v;
+    function show(v, outer = []) {
+        switch (typeof v) {
+            case "string": return v;
+            case "bigint": return StringCtor(v) + "n";
+            case "function": return functionLabel(v);
+        }
         if (v instanceof ErrorBase) return describeError(v);
-        if (isPlainObject(v)) {
+        if (v instanceof MapCtor) {
+            const inner = [...outer, v];
+            let out = "Map(" + v.size + ") {";
+            let first = true;
+            for (const [key, value] of v) {
+                out += (first ? "" : ", ") + showInner(key, inner) + " => " + showInner(value, inner);
+                first = false;
+            }
+            return out + "}";
+        }
+        if (v instanceof SetCtor) {
+            const inner = [...outer, v];
+            let out = "Set(" + v.size + ") {";
+            let first = true;
+            for (const value of v) {
+                out += (first ? "" : ", ") + showInner(value, inner);
+                first = false;
+            }
+            return out + "}";
+        }
+        if (isJsonish(v)) {
             try {
-                const s = stringify(v, jsonReplacer);
+                const s = stringify(v, jsonReplacer());
                 if (s !== undefined) return s;
             } catch (_) {
-                // Cycles: fall through to String().
+                // A throwing getter or toJSON: fall through to String().
             }
         }
         return safeString(v);
@@ -109,8 +198,8 @@
         error(...args) { native.write(STDERR, line(args)); },
         warn(...args) { native.write(STDERR, line(args)); },
         trace(...args) {
-            const here = new ErrorBase();
-            native.write(STDERR, line(["Trace:", ...args]) + "\n" + wellFormed(safeString(here.stack)).replace(/\n$/, ""));
+            const here = hidePreludeFrames(new ErrorBase());
+            native.write(STDERR, line(["Trace:", ...args]) + "\n" + wellFormed(call(stringReplace, safeString(here.stack), /\n$/, "")));
         },
         assert(condition, ...args) {
             if (!condition) native.write(STDERR, line(["Assertion failed:", ...args]));
@@ -160,7 +249,10 @@
             this.headers = {};
             for (const [name, value] of raw.headers) {
                 const key = call(toLowerCase, name);
-                this.headers[key] = key in this.headers ? this.headers[key] + ", " + value : value;
+                // defineProperty, not assignment: a header called
+                // "__proto__" must become a property like any other.
+                const joined = hasOwn(this.headers, key) ? this.headers[key] + ", " + value : value;
+                defineProperty(this.headers, key, { value: joined, writable: true, enumerable: true, configurable: true });
             }
             /** The body as text (invalid UTF-8 replaced by U+FFFD). */
             this.body = raw.text;
@@ -171,8 +263,8 @@
         text() { return this.body; }
         json() { return parseJson(this.body); }
         header(name) {
-            const v = this.headers[call(toLowerCase, StringCtor(name))];
-            return v === undefined ? null : v;
+            const key = call(toLowerCase, StringCtor(name));
+            return hasOwn(this.headers, key) ? this.headers[key] : null;
         }
     }
 
@@ -190,7 +282,7 @@
         let entries;
         if (isArray(headers)) entries = headers;
         else if (typeof headers.entries === "function" && getPrototypeOf(headers) !== objectProto) entries = headers.entries();
-        else entries = Object.entries(headers);
+        else entries = objectEntries(headers);
         for (const entry of entries) {
             if (!isArray(entry) || entry.length !== 2) throw new TypeError("each header must be a [name, value] pair");
             pairs.push([wellFormed(StringCtor(entry[0])), wellFormed(StringCtor(entry[1]))]);
@@ -217,6 +309,14 @@
     }
 
     async function brokerCall(api, method, path, body, headers) {
+        try {
+            return callOnce(api, method, path, body, headers);
+        } catch (e) {
+            throw hidePreludeFrames(e);
+        }
+    }
+
+    function callOnce(api, method, path, body, headers) {
         api = requireString("api", api);
         method = requireString("method", method);
         path = requireString("path", path);

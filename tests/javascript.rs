@@ -1,0 +1,203 @@
+//! The JavaScript (QuickJS) interpreter guest, end to end through the
+//! library.
+
+mod support;
+
+use plimsoll::envelope::Limits;
+use plimsoll::trace::CallOutcome;
+use plimsoll::{Language, RunRequest, RunResult, Sandbox, Status};
+use std::sync::OnceLock;
+use support::upstream::*;
+use support::*;
+
+fn shared() -> &'static Sandbox {
+    static S: OnceLock<(tempfile::TempDir, Sandbox)> = OnceLock::new();
+    &S.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = sandbox_in(dir.path(), |_| {});
+        (dir, s)
+    })
+    .1
+}
+
+fn js(code: &str) -> RunRequest {
+    RunRequest::code(Language::Javascript, code)
+}
+
+fn with_limits(mut r: RunRequest, limits: Limits) -> RunRequest {
+    r.limits = limits;
+    r
+}
+
+async fn run(code: &str) -> RunResult {
+    shared().run(&js(code)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_completion_value_is_the_result_as_json() {
+    let r = run("1+1").await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(r.result.as_deref(), Some("2"));
+    assert!(
+        r.guest
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("quickjs-wasm:sha256:")
+    );
+    let r = run("console.log('hi', {a: [1, 2]}); console.error('oops'); ({total: 3})").await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(r.stdout, "hi {\"a\":[1,2]}\n");
+    assert_eq!(r.stderr, "oops\n");
+    assert_eq!(r.result.as_deref(), Some("{\"total\":3}"));
+    let r = run("await Promise.resolve(5)").await;
+    assert_eq!(r.result.as_deref(), Some("5"), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uncaught_errors_and_rejections_are_errors_with_the_stack() {
+    let r = run("throw new Error('boom')").await;
+    assert_eq!(r.status, Status::Error);
+    assert!(r.stderr.contains("Error: boom"), "{}", r.stderr);
+    let r = run("Promise.reject(new Error('nope')); 1").await;
+    assert_eq!(r.status, Status::Error);
+    assert!(r.stderr.contains("nope"), "{}", r.stderr);
+    let r = run("let = ;").await;
+    assert_eq!(r.status, Status::Error);
+    assert!(r.stderr.contains("SyntaxError"), "{}", r.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_scripts_end_in_their_typed_outcome() {
+    let s = shared();
+    let cases: Vec<(&str, RunRequest, Status)> = vec![
+        (
+            "busy loop, wall time",
+            with_limits(
+                js("while(true){}"),
+                Limits {
+                    wall_time_ms: Some(500),
+                    ..Limits::default()
+                },
+            ),
+            Status::Timeout,
+        ),
+        (
+            "busy loop, fuel",
+            with_limits(
+                js("while(true){}"),
+                Limits {
+                    fuel: Some(100_000_000),
+                    ..Limits::default()
+                },
+            ),
+            Status::CpuExhausted,
+        ),
+        (
+            "deep recursion",
+            js("function f(n){return f(n+1)} f(0)"),
+            Status::Error,
+        ),
+        (
+            "memory bomb",
+            with_limits(
+                js("let a=[]; while(true) a.push('x'.repeat(1<<20))"),
+                Limits {
+                    memory_bytes: Some(64 << 20),
+                    ..Limits::default()
+                },
+            ),
+            Status::MemoryExhausted,
+        ),
+        (
+            "endless log",
+            with_limits(
+                js("while(true) console.log('x'.repeat(1000))"),
+                Limits {
+                    stdout_bytes: Some(50_000),
+                    ..Limits::default()
+                },
+            ),
+            Status::OutputTruncated,
+        ),
+        ("os module", js("await import('os')"), Status::Error),
+        ("require", js("require('fs')"), Status::Error),
+        (
+            "no std or os globals",
+            js("[typeof std, typeof os, typeof process, typeof setTimeout].join()"),
+            Status::Ok,
+        ),
+    ];
+    for (what, req, want) in cases {
+        let r = s.run(&req).await;
+        assert_eq!(r.status, want, "{what}: {:?} {}", r.error, r.stderr);
+        if what == "no std or os globals" {
+            assert_eq!(
+                r.result.as_deref(),
+                Some("\"undefined,undefined,undefined,undefined\"")
+            );
+        }
+    }
+    assert_eq!(
+        run("1+1").await.status,
+        Status::Ok,
+        "the host keeps serving"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plimsoll_global_calls_the_broker_under_a_grant() {
+    let (upstream, addr) = start_upstream().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_in(dir.path(), |c| c.grants = profiles(addr));
+    let code = r#"
+const r = await plimsoll.get("orders", "/v1/orders/3");
+let denied;
+try { await plimsoll.del("orders", "/v1/orders/3"); } catch (e) { denied = e.name; }
+[r.status, r.json().order, denied]
+"#;
+    let mut req = js(code);
+    req.grants = vec!["orders".into()];
+    let r = s.run(&req).await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(
+        r.result.as_deref(),
+        Some("[200,\"/v1/orders/3\",\"Denied\"]")
+    );
+    assert_eq!(upstream.seen().len(), 1);
+    assert_eq!(r.calls.count(CallOutcome::Denied), 1);
+    assert!(
+        !serde_json::to_string(&r)
+            .expect("json")
+            .contains(STATIC_TOKEN)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_keep_globals() {
+    let s = shared();
+    let info = s.open_session("bob", &js("")).await.expect("open");
+    let cell = |c: &str| RunRequest {
+        code: Some(c.into()),
+        ..RunRequest::default()
+    };
+    assert_eq!(
+        s.run_in_session("bob", &info.session_id, &cell("globalThis.n = 1; n"))
+            .await
+            .result
+            .as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        s.run_in_session("bob", &info.session_id, &cell("n += 41; n"))
+            .await
+            .result
+            .as_deref(),
+        Some("42")
+    );
+    assert_eq!(
+        run("typeof n").await.result.as_deref(),
+        Some("\"undefined\""),
+        "a fresh run sees nothing"
+    );
+    assert!(s.close_session("bob", &info.session_id));
+}
