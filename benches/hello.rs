@@ -6,6 +6,8 @@
 //! Run with `make bench` (or `cargo bench -p plimsoll --bench hello` after
 //! `make guests`). Figures are recorded in docs/benchmarks.md.
 
+mod support;
+
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use plimsoll::{
     EngineOptions, ProviderKind, RunRequest, RuntimeConfig, Sandbox, SandboxConfig, Status,
@@ -13,12 +15,7 @@ use plimsoll::{
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn guests_dir() -> PathBuf {
-    std::env::var_os("PLIMSOLL_GUESTS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guests"))
-}
+use support::{guests_dir, percentiles};
 
 fn sandbox(dir: &Path, pooling: bool, fuel: bool) -> Sandbox {
     let s = Sandbox::new(SandboxConfig {
@@ -109,25 +106,6 @@ mod bare {
     }
 }
 
-fn percentiles(label: &str, mut one: impl FnMut()) {
-    let mut times: Vec<Duration> = (0..3000)
-        .map(|_| {
-            let t = Instant::now();
-            one();
-            t.elapsed()
-        })
-        .collect();
-    times.sort();
-    let p = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
-    println!(
-        "{label}: p50 {:.1} µs, p90 {:.1} µs, p99 {:.1} µs over {} runs",
-        p(0.5).as_secs_f64() * 1e6,
-        p(0.9).as_secs_f64() * 1e6,
-        p(0.99).as_secs_f64() * 1e6,
-        times.len()
-    );
-}
-
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -140,7 +118,9 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     let bytes = std::fs::read(guests_dir().join("hello.wasm")).expect("hello.wasm");
     let floor = bare::Bare::new(&bytes);
-    percentiles("bare_wasmtime_floor", || rt.block_on(floor.run()));
+    percentiles("bare_wasmtime_floor", 3000, "µs", || {
+        rt.block_on(floor.run())
+    });
     g.bench_function("bare_wasmtime_floor", |b| {
         b.iter(|| rt.block_on(floor.run()))
     });
@@ -150,7 +130,7 @@ fn bench(c: &mut Criterion) {
         ("ondemand_fuel", false, true),
     ] {
         let s = sandbox(dir.path(), pooling, fuel);
-        percentiles(label, || {
+        percentiles(label, 3000, "µs", || {
             let r = rt.block_on(s.run(&req));
             assert_eq!(r.status, Status::Ok);
         });

@@ -4,35 +4,13 @@
 //! `make bench` runs it after building the guests. Prints p50/p90/p99 over
 //! single runs, then criterion's statistics.
 
+mod support;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use plimsoll::{Language, ProviderKind, RunRequest, RuntimeConfig, Sandbox, SandboxConfig, Status};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-fn guests_dir() -> PathBuf {
-    std::env::var_os("PLIMSOLL_GUESTS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guests"))
-}
-
-fn percentiles(label: &str, n: usize, mut one: impl FnMut()) {
-    let mut times: Vec<Duration> = (0..n)
-        .map(|_| {
-            let t = Instant::now();
-            one();
-            t.elapsed()
-        })
-        .collect();
-    times.sort();
-    let p = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
-    println!(
-        "{label}: p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms over {} runs",
-        p(0.5).as_secs_f64() * 1e3,
-        p(0.9).as_secs_f64() * 1e3,
-        p(0.99).as_secs_f64() * 1e3,
-        times.len()
-    );
-}
+use support::{guests_dir, percentiles};
 
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -79,6 +57,7 @@ fn bench(c: &mut Criterion) {
         percentiles(
             &format!("{}_fresh_instance_1+1", lang.as_str()),
             1000,
+            "ms",
             fresh,
         );
         g.bench_function(format!("{}_fresh_instance_1+1", lang.as_str()), |b| {
@@ -99,6 +78,7 @@ fn bench(c: &mut Criterion) {
         percentiles(
             &format!("{}_session_eval_1+1", lang.as_str()),
             3000,
+            "ms",
             in_session,
         );
         g.bench_function(format!("{}_session_eval_1+1", lang.as_str()), |b| {

@@ -5,20 +5,8 @@ mod support;
 use plimsoll::envelope::Limits;
 use plimsoll::trace::CallOutcome;
 use plimsoll::{Blob, InputFile, ProviderKind, RunRequest, RunResult, Sandbox, Status, Tier};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use support::*;
-
-/// One sandbox for the tests that do not need a special configuration.
-fn shared() -> &'static Sandbox {
-    static S: OnceLock<(tempfile::TempDir, Sandbox)> = OnceLock::new();
-    &S.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let s = sandbox_in(dir.path(), |_| {});
-        (dir, s)
-    })
-    .1
-}
 
 fn req(component: &str) -> RunRequest {
     RunRequest::component(component)
@@ -29,11 +17,6 @@ fn with_stdin(component: &str, stdin: &str) -> RunRequest {
         stdin: Blob::from(stdin),
         ..req(component)
     }
-}
-
-fn with_limits(mut r: RunRequest, limits: Limits) -> RunRequest {
-    r.limits = limits;
-    r
 }
 
 async fn assert_still_serving(s: &Sandbox) {

@@ -5,28 +5,12 @@ mod support;
 use plimsoll::envelope::Limits;
 use plimsoll::trace::CallOutcome;
 use plimsoll::{Blob, InputFile, Language, RunRequest, RunResult, Sandbox, Status};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use support::upstream::*;
 use support::*;
 
-fn shared() -> &'static Sandbox {
-    static S: OnceLock<(tempfile::TempDir, Sandbox)> = OnceLock::new();
-    &S.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let s = sandbox_in(dir.path(), |_| {});
-        (dir, s)
-    })
-    .1
-}
-
 fn py(code: &str) -> RunRequest {
     RunRequest::code(Language::Python, code)
-}
-
-fn with_limits(mut r: RunRequest, limits: Limits) -> RunRequest {
-    r.limits = limits;
-    r
 }
 
 async fn run(code: &str) -> RunResult {

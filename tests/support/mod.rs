@@ -3,8 +3,12 @@
 
 pub mod upstream;
 
-use plimsoll::{EngineOptions, Language, ProviderKind, RuntimeConfig, Sandbox, SandboxConfig};
+use plimsoll::envelope::Limits;
+use plimsoll::{
+    EngineOptions, Language, ProviderKind, RunRequest, RuntimeConfig, Sandbox, SandboxConfig,
+};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// Where `make guests` leaves the guest components.
 pub fn guests_dir() -> PathBuf {
@@ -113,4 +117,22 @@ pub fn rss_bytes() -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map(|kb| kb * 1024)
         .expect("VmRSS line")
+}
+
+/// One sandbox per test binary for the tests that need no special
+/// configuration (its workspaces in a temporary directory).
+pub fn shared() -> &'static Sandbox {
+    static S: OnceLock<(tempfile::TempDir, Sandbox)> = OnceLock::new();
+    &S.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = sandbox_in(dir.path(), |_| {});
+        (dir, s)
+    })
+    .1
+}
+
+/// `r` with `limits`.
+pub fn with_limits(mut r: RunRequest, limits: Limits) -> RunRequest {
+    r.limits = limits;
+    r
 }

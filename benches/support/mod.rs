@@ -1,0 +1,36 @@
+//! Helpers shared by the benchmarks.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Where `make guests` leaves the guest components.
+pub fn guests_dir() -> PathBuf {
+    std::env::var_os("PLIMSOLL_GUESTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guests"))
+}
+
+/// Times `n` single calls of `one` and prints p50/p90/p99 in `unit`
+/// ("µs" or "ms").
+pub fn percentiles(label: &str, n: usize, unit: &str, mut one: impl FnMut()) {
+    let mut times: Vec<Duration> = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            one();
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    let scale = if unit == "ms" { 1e3 } else { 1e6 };
+    let p = |q: f64| {
+        times[((times.len() as f64 * q) as usize).min(times.len() - 1)].as_secs_f64() * scale
+    };
+    println!(
+        "{label}: p50 {:.3} {unit}, p90 {:.3} {unit}, p99 {:.3} {unit} over {} runs",
+        p(0.5),
+        p(0.9),
+        p(0.99),
+        times.len()
+    );
+}
