@@ -12,7 +12,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use plimsoll::{
     EngineOptions, ProviderKind, RunRequest, RuntimeConfig, Sandbox, SandboxConfig, Status,
 };
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::{guests_dir, percentiles};

@@ -8,8 +8,7 @@ mod support;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use plimsoll::{Language, ProviderKind, RunRequest, RuntimeConfig, Sandbox, SandboxConfig, Status};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::{guests_dir, percentiles};
 
 fn bench(c: &mut Criterion) {

@@ -600,3 +600,20 @@ async fn compiled_components_are_cached_on_disk() {
     let s2 = sandbox_in(dir.path(), own_cache);
     assert_eq!(s2.run(&req("hello")).await.status, Status::Ok);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_component_file_is_never_served_from_the_index() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_in(dir.path(), |c| c.interpreters.clear());
+    let file = dir.path().join("guest.wasm");
+    std::fs::write(&file, guest_bytes("hello")).expect("write");
+    let first = s.runtime().load_file(&file).expect("load");
+    let again = s.runtime().load_file(&file).expect("load from the index");
+    assert_eq!(first.identity(), again.identity());
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(&file, guest_bytes("echo")).expect("rewrite");
+    let changed = s.runtime().load_file(&file).expect("load changed");
+    assert_ne!(changed.identity(), first.identity());
+    let hash = plimsoll::component_cache::content_hash(&guest_bytes("echo"));
+    assert_eq!(changed.identity(), format!("component:sha256:{hash}"));
+}

@@ -5,7 +5,7 @@ mod support;
 
 use plimsoll::envelope::Limits;
 use plimsoll::trace::CallOutcome;
-use plimsoll::{Language, RunRequest, RunResult, Sandbox, Status};
+use plimsoll::{Language, RunRequest, RunResult, Status};
 use support::upstream::*;
 use support::*;
 

@@ -4,7 +4,7 @@ mod support;
 
 use plimsoll::envelope::Limits;
 use plimsoll::trace::CallOutcome;
-use plimsoll::{Blob, InputFile, Language, RunRequest, RunResult, Sandbox, Status};
+use plimsoll::{Blob, InputFile, Language, RunRequest, RunResult, Status};
 use std::time::{Duration, Instant};
 use support::upstream::*;
 use support::*;

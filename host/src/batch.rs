@@ -235,11 +235,14 @@ pub async fn run_batch(
         };
         queue.push(parsed);
     }
+    // Each job is its own task, so that jobs run on every worker thread of
+    // the runtime (a wasm guest runs inside its task's poll); at most
+    // `concurrency` are in flight.
     let results = futures::stream::iter(queue).map(|parsed| {
         let sandbox = sandbox.clone();
         let components = components.clone();
-        async move {
-            let (id, r) = match parsed {
+        let task = tokio::spawn(async move {
+            match parsed {
                 Parsed::Bad { id, message } => {
                     let r = RunResult::refused(
                         crate::run::new_run_id(),
@@ -250,16 +253,18 @@ pub async fn run_batch(
                     (id, r)
                 }
                 Parsed::Job(job) => {
-                    let job = *job;
                     let r = run_job(&sandbox, &components, &job).await;
                     (job.id, r)
                 }
-            };
-            (id, r)
-        }
+            }
+        });
+        // A job task cannot panic on guest input; if one did, the batch
+        // goes on and that job has no line (a rerun retries it).
+        async move { task.await.ok() }
     });
     let mut results = results.buffer_unordered(opts.concurrency.max(1));
-    while let Some((id, r)) = results.next().await {
+    while let Some(done) = results.next().await {
+        let Some((id, r)) = done else { continue };
         let line = result_line(&id, &r);
         {
             let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());

@@ -129,6 +129,64 @@ impl ComponentCache {
     }
 }
 
+impl ComponentCache {
+    /// Like [`ComponentCache::load`] for a file, without reading or hashing
+    /// it when an earlier load of the same file (same path, device, inode,
+    /// size and modification time) is in the cache. Hashing a 27 MB
+    /// interpreter component costs more than loading its precompiled form.
+    pub fn load_file(
+        &self,
+        engine: &SandboxEngine,
+        path: &Path,
+    ) -> Result<(Component, String), LoadError> {
+        let md = std::fs::metadata(path)?;
+        if md.len() > MAX_COMPONENT_BYTES as u64 {
+            return Err(LoadError::TooLarge(
+                usize::try_from(md.len()).unwrap_or(usize::MAX),
+            ));
+        }
+        let Some(dir) = &self.dir else {
+            return self.load(engine, &std::fs::read(path)?);
+        };
+        let abs = std::fs::canonicalize(path)?;
+        let key = format!(
+            "{}\0{}\0{}\0{}\0{}.{}",
+            abs.display(),
+            md.dev(),
+            md.ino(),
+            md.len(),
+            md.mtime(),
+            md.mtime_nsec()
+        );
+        let index = dir.join("by-file").join(content_hash(key.as_bytes()));
+        if let Ok(hash) = std::fs::read_to_string(&index)
+            && hash.len() == 64
+            && hash.bytes().all(|b| b.is_ascii_hexdigit())
+        {
+            let cwasm = dir.join(format!("{hash}-{}.cwasm", engine.compatibility_digest()));
+            if cwasm.is_file() {
+                // SAFETY: as in `load`: a file this host wrote into its own
+                // private directory, named by the engine's digest.
+                if let Ok(c) = unsafe { Component::deserialize_file(engine.engine(), &cwasm) } {
+                    return Ok((c, hash));
+                }
+            }
+        }
+        let loaded = self.load(engine, &std::fs::read(path)?)?;
+        let write_index = || -> std::io::Result<()> {
+            std::fs::create_dir_all(dir.join("by-file"))?;
+            let mut tmp = tempfile::NamedTempFile::new_in(dir.join("by-file"))?;
+            tmp.write_all(loaded.1.as_bytes())?;
+            tmp.persist(&index).map_err(|e| e.error)?;
+            Ok(())
+        };
+        if let Err(e) = write_index() {
+            tracing::warn!("could not index {}: {e}", path.display());
+        }
+        Ok(loaded)
+    }
+}
+
 fn store(dir: &Path, path: &Path, c: &Component) -> std::io::Result<()> {
     let bytes = c
         .serialize()

@@ -120,14 +120,8 @@ impl Runtime {
 
     /// Reads and loads a component file with the identity family `family`.
     pub fn load_file_as(&self, path: &Path, family: &str) -> Result<Guest, LoadError> {
-        let md = std::fs::metadata(path)?;
-        if md.len() > crate::component_cache::MAX_COMPONENT_BYTES as u64 {
-            return Err(LoadError::TooLarge(
-                usize::try_from(md.len()).unwrap_or(usize::MAX),
-            ));
-        }
-        let bytes = std::fs::read(path)?;
-        self.load_as(&bytes, family)
+        let (component, hash) = self.inner.cache.load_file(&self.inner.engine, path)?;
+        Guest::link(&self.inner.linker, &component, hash, family)
     }
 
     /// Where workspaces are created.
