@@ -38,6 +38,10 @@ fn bench(c: &mut Criterion) {
             ..RuntimeConfig::default()
         },
         interpreters,
+        sessions: plimsoll::session::SessionLimits {
+            per_caller: 32,
+            ..Default::default()
+        },
         ..SandboxConfig::default()
     })
     .expect("sandbox");
@@ -84,8 +88,46 @@ fn bench(c: &mut Criterion) {
             b.iter(in_session)
         });
         s.close_session("bench", &info.session_id);
+
+        // Private memory of idle sessions: open 16, evaluate a cell in each,
+        // and compare this process's private pages before and after.
+        let before = private_bytes();
+        let mut open = Vec::new();
+        for _ in 0..16 {
+            let info = rt
+                .block_on(s.open_session("idle", &RunRequest::code(lang, "")))
+                .expect("session");
+            let r = rt.block_on(s.run_in_session("idle", &info.session_id, &cell));
+            assert_eq!(r.status, Status::Ok);
+            open.push(info);
+        }
+        let per = private_bytes().saturating_sub(before) / 16;
+        println!(
+            "{}_idle_session_private_memory: {:.2} MiB per session (16 sessions)",
+            lang.as_str(),
+            per as f64 / (1 << 20) as f64
+        );
+        for info in open {
+            s.close_session("idle", &info.session_id);
+        }
     }
     g.finish();
+}
+
+/// Private (not shared) resident bytes of this process, from
+/// /proc/self/smaps_rollup: what one more session really costs, unlike RSS,
+/// which counts the shared copy-on-write image in every mapping.
+fn private_bytes() -> u64 {
+    let text = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
+    text.lines()
+        .filter(|l| l.starts_with("Private_Clean:") || l.starts_with("Private_Dirty:"))
+        .filter_map(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .sum::<u64>()
+        * 1024
 }
 
 criterion_group! {
