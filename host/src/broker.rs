@@ -62,10 +62,17 @@ impl Broker {
     }
 }
 
-/// The broker's state for one run.
-#[derive(Debug)]
+/// The broker's state for one run. A cheap handle: clones share the
+/// budget and the trace (the `wasi:http` gate holds one, the `broker`
+/// import another).
+#[derive(Debug, Clone)]
 pub struct RunBroker {
     broker: Arc<Broker>,
+    inner: Arc<Mutex<RunInner>>,
+}
+
+#[derive(Debug)]
+struct RunInner {
     grants: GrantSet,
     calls_left: u64,
     per_grant_used: HashMap<String, u64>,
@@ -74,6 +81,14 @@ pub struct RunBroker {
     call_timeout: Duration,
     deadline: Instant,
     trace: CallTrace,
+}
+
+/// A call that passed every check, ready to send.
+struct Checked {
+    profile: String,
+    request: http::Request<Full<Bytes>>,
+    response_cap: u64,
+    timeout: Duration,
 }
 
 fn denied(why: &str) -> CallError {
@@ -95,43 +110,65 @@ impl RunBroker {
     pub fn new(broker: Arc<Broker>, grants: GrantSet, env: &Envelope, deadline: Instant) -> Self {
         RunBroker {
             broker,
-            grants,
-            calls_left: env.broker_calls,
-            per_grant_used: HashMap::new(),
-            request_cap: env.request_bytes,
-            response_cap: env.response_bytes,
-            call_timeout: Duration::from_millis(env.broker_call_ms),
-            deadline,
-            trace: CallTrace::default(),
+            inner: Arc::new(Mutex::new(RunInner {
+                grants,
+                calls_left: env.broker_calls,
+                per_grant_used: HashMap::new(),
+                request_cap: env.request_bytes,
+                response_cap: env.response_bytes,
+                call_timeout: Duration::from_millis(env.broker_call_ms),
+                deadline,
+                trace: CallTrace::default(),
+            })),
         }
     }
 
-    /// The trace so far.
-    pub fn trace(&self) -> &CallTrace {
-        &self.trace
+    fn lock(&self) -> std::sync::MutexGuard<'_, RunInner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A copy of the trace so far.
+    pub fn trace(&self) -> CallTrace {
+        self.lock().trace.clone()
+    }
+
+    /// The name of the run's grant whose origin is `scheme://authority`,
+    /// if there is exactly one (the `wasi:http` gate routes by origin).
+    pub fn grant_for_origin(&self, scheme: &str, authority: &str) -> Option<String> {
+        let inner = self.lock();
+        let mut found = inner.grants.names().filter(|n| {
+            inner.grants.get(n).is_some_and(|g| {
+                g.profile.origin.scheme.eq_ignore_ascii_case(scheme)
+                    && g.profile.origin.authority.eq_ignore_ascii_case(authority)
+            })
+        });
+        match (found.next(), found.next()) {
+            (Some(one), None) => Some(one.to_owned()),
+            _ => None,
+        }
     }
 
     /// Starts the next evaluation of a session: fresh grants, trace, budget
     /// and deadline. Returns the previous trace.
-    pub fn next_run(&mut self, env: &Envelope, deadline: Instant, grants: GrantSet) -> CallTrace {
-        self.grants = grants;
-        self.calls_left = env.broker_calls;
-        self.per_grant_used.clear();
-        self.request_cap = env.request_bytes;
-        self.response_cap = env.response_bytes;
-        self.call_timeout = Duration::from_millis(env.broker_call_ms);
-        self.deadline = deadline;
-        std::mem::take(&mut self.trace)
+    pub fn next_run(&self, env: &Envelope, deadline: Instant, grants: GrantSet) -> CallTrace {
+        let mut inner = self.lock();
+        inner.grants = grants;
+        inner.calls_left = env.broker_calls;
+        inner.per_grant_used.clear();
+        inner.request_cap = env.request_bytes;
+        inner.response_cap = env.response_bytes;
+        inner.call_timeout = Duration::from_millis(env.broker_call_ms);
+        inner.deadline = deadline;
+        std::mem::take(&mut inner.trace)
     }
 
-    /// Handles one `broker.call` from the guest.
-    pub async fn call(&mut self, api: &str, req: Request) -> Result<Response, CallError> {
+    /// Handles one call from the guest: checks it, sends it, traces it.
+    pub async fn call(&self, api: &str, req: Request) -> Result<Response, CallError> {
         let started = Instant::now();
-        let grant = self.grants.get(api).cloned();
         let method = Method::parse(&req.method);
         let mut rec = CallRecord {
             seq: 0,
-            grant: grant.as_ref().map(|g| g.name().to_owned()),
+            grant: None,
             method: method.map(|m| m.as_str().to_owned()),
             route: None,
             outcome: CallOutcome::Denied,
@@ -141,7 +178,11 @@ impl RunBroker {
             response_bytes: 0,
             latency_us: 0,
         };
-        let result = self.handle(grant, method, req, &mut rec).await;
+        let checked = self.check(api, method, req, &mut rec);
+        let result = match checked {
+            Err(e) => Err(e),
+            Ok(c) => self.send(c).await,
+        };
         rec.outcome = match &result {
             Ok(resp) => {
                 rec.status = Some(resp.status);
@@ -160,30 +201,25 @@ impl RunBroker {
             Err(CallError::Upstream(_)) => CallOutcome::UpstreamError,
         };
         rec.latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        self.trace.push(rec);
+        self.lock().trace.push(rec);
         result
     }
 
-    async fn handle(
-        &mut self,
-        grant: Option<Arc<Grant>>,
-        method: Option<Method>,
-        req: Request,
-        rec: &mut CallRecord,
-    ) -> Result<Response, CallError> {
+    /// Every check, under the run's lock; nothing here waits.
+    fn check(&self, api: &str, method: Option<Method>, req: Request, rec: &mut CallRecord) -> Result<Checked, CallError> {
+        let mut inner = self.lock();
+        let grant: Option<Arc<Grant>> = inner.grants.get(api).cloned();
+        rec.grant = grant.as_ref().map(|g| g.name().to_owned());
         // Every call counts, refused or not: a guest cannot spin on denied
         // calls for free.
-        if self.calls_left == 0 {
+        if inner.calls_left == 0 {
             return Err(CallError::BudgetExhausted);
         }
-        self.calls_left -= 1;
+        inner.calls_left -= 1;
         let Some(grant) = grant else {
             return Err(denied("this run has no grant of that name"));
         };
-        let used = self
-            .per_grant_used
-            .entry(grant.name().to_owned())
-            .or_insert(0);
+        let used = inner.per_grant_used.entry(grant.name().to_owned()).or_insert(0);
         if *used >= grant.profile.max_calls {
             return Err(CallError::BudgetExhausted);
         }
@@ -192,17 +228,12 @@ impl RunBroker {
             return Err(denied("method not allowed"));
         };
         let target = canonical_target(&req.path).map_err(|d| denied(d.as_str()))?;
-        let Some(route) = grant
-            .profile
-            .routes
-            .iter()
-            .find(|r| r.matches(method, &target))
-        else {
+        let Some(route) = grant.profile.routes.iter().find(|r| r.matches(method, &target)) else {
             return Err(denied("no route of the grant matches"));
         };
         rec.route = Some(route.path_template().to_owned());
         let headers = check_request_headers(&req.headers).map_err(|d| denied(d.as_str()))?;
-        if req.body.len() as u64 > self.request_cap {
+        if req.body.len() as u64 > inner.request_cap {
             return Err(CallError::RequestTooLarge);
         }
         if self.broker.breaker_open(grant.name()) {
@@ -210,8 +241,8 @@ impl RunBroker {
                 "shed: the upstream asked for a pause (Retry-After)".to_owned(),
             ));
         }
-        let remaining = self.deadline.saturating_duration_since(Instant::now());
-        let timeout = self.call_timeout.min(remaining);
+        let remaining = inner.deadline.saturating_duration_since(Instant::now());
+        let timeout = inner.call_timeout.min(remaining);
         if timeout.is_zero() {
             return Err(CallError::Timeout);
         }
@@ -224,34 +255,34 @@ impl RunBroker {
             let mut v = Zeroizing::new(Vec::with_capacity(cred.len() + 7));
             v.extend_from_slice(b"Bearer ");
             v.extend_from_slice(cred.expose());
-            let mut hv = http::HeaderValue::from_bytes(&v).map_err(|_| {
-                CallError::Upstream("the grant's credential is not a valid header value".to_owned())
-            })?;
+            let mut hv = http::HeaderValue::from_bytes(&v)
+                .map_err(|_| CallError::Upstream("the grant's credential is not a valid header value".to_owned()))?;
             hv.set_sensitive(true);
             builder = builder.header(http::header::AUTHORIZATION, hv);
         }
         let request = builder
             .body(Full::new(Bytes::from(req.body)))
             .map_err(|_| denied("the request could not be formed"))?;
-        match self
-            .broker
-            .upstream
-            .send(request, self.response_cap, timeout)
-            .await
-        {
+        Ok(Checked {
+            profile: grant.name().to_owned(),
+            request,
+            response_cap: inner.response_cap,
+            timeout,
+        })
+    }
+
+    /// Sends a checked call; the run's lock is not held while waiting.
+    async fn send(&self, c: Checked) -> Result<Response, CallError> {
+        match self.broker.upstream.send(c.request, c.response_cap, c.timeout).await {
             Ok(resp) => {
                 if resp.status == 429 || resp.status == 503 {
-                    self.broker.trip(grant.name(), retry_after(&resp.headers));
+                    self.broker.trip(&c.profile, retry_after(&resp.headers));
                 }
                 let headers = resp
                     .headers
                     .iter()
                     .filter(|(n, _)| response_header_passes(n.as_str()))
-                    .filter_map(|(n, v)| {
-                        v.to_str()
-                            .ok()
-                            .map(|v| (n.as_str().to_owned(), v.to_owned()))
-                    })
+                    .filter_map(|(n, v)| v.to_str().ok().map(|v| (n.as_str().to_owned(), v.to_owned())))
                     .take(MAX_RESPONSE_HEADERS)
                     .collect();
                 Ok(Response {
@@ -287,7 +318,7 @@ mod tests {
             ..Envelope::default()
         };
         let deadline = Instant::now() + Duration::from_secs(5);
-        let mut b = RunBroker::new(Arc::new(Broker::new()), GrantSet::empty(), &env, deadline);
+        let b = RunBroker::new(Arc::new(Broker::new()), GrantSet::empty(), &env, deadline);
         assert!(matches!(
             b.call("orders", req("get", "/v1/orders/1")).await,
             Err(CallError::Denied(_))
@@ -300,7 +331,7 @@ mod tests {
             b.call("orders", req("GET", "/v1/orders/1")).await,
             Err(CallError::BudgetExhausted)
         ));
-        let t = b.trace();
+        let t = &b.trace();
         assert_eq!(t.total(), 3);
         assert_eq!(t.count(CallOutcome::Denied), 2);
         assert_eq!(t.count(CallOutcome::BudgetExhausted), 1);

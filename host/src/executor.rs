@@ -509,7 +509,7 @@ pub(crate) fn report(
     }
     let collected = prepared.workspace.collect_artifacts(env);
     let state = prepared.store.data();
-    let calls = state.broker.trace().clone();
+    let calls = state.broker.trace();
     let memory_peak_bytes = state.limiter.memory_peak();
     let mut r = RunResult::refused(run_id, isolation, "", "");
     r.status = c.status;
