@@ -18,16 +18,21 @@ struct Fixture {
     _dir: tempfile::TempDir,
     sandbox: Sandbox,
     upstream: Upstream,
+    /// A loopback listener no grant names; nothing may connect to it.
+    other: std::net::TcpListener,
 }
 
 async fn fixture() -> Fixture {
     let (upstream, addr) = start_upstream().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let sandbox = sandbox_in(dir.path(), |c| c.grants = profiles(addr));
+    let other = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    other.set_nonblocking(true).expect("nonblocking");
     Fixture {
         _dir: dir,
         sandbox,
         upstream,
+        other,
     }
 }
 
@@ -570,4 +575,74 @@ async fn unknown_and_forbidden_grant_requests_are_refused_before_running() {
         })
         .await;
     assert_eq!(r.status, Status::Refused);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standard_wasi_http_requests_pass_the_same_gate() {
+    let f = fixture().await;
+    let port = f.upstream.addr.map(|a| a.port()).unwrap_or(0);
+    let authority = format!("127.0.0.1:{port}");
+    let lines = [
+        // Allowed: the grant whose origin this is, a granted route.
+        format!("http\t{authority}\t/v1/orders/5?x=1\tx-request-id: abc"),
+        // Same origin, a route the grant does not list.
+        format!("http\t{authority}\t/v1/admin"),
+        // Same origin, a non-canonical path.
+        format!("http\t{authority}\t/v1/orders/%2e%2e"),
+        // The guest's own Authorization header.
+        format!("http\t{authority}\t/v1/orders/6\tauthorization: Bearer stolen"),
+        // An origin no grant names (a real listener that must see nothing).
+        format!(
+            "http\t127.0.0.1:{}\t/v1/orders/5",
+            f.other.local_addr().map(|a| a.port()).unwrap_or(1)
+        ),
+        // https to the same authority is another origin.
+        format!("https\t{authority}\t/v1/orders/5"),
+    ]
+    .join("\n");
+    let r = f
+        .sandbox
+        .run(&RunRequest {
+            stdin: Blob::from(lines),
+            grants: vec!["orders".into()],
+            ..RunRequest::component("http_caller")
+        })
+        .await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    let outs: Vec<&str> = r.stdout.lines().collect();
+    assert!(outs[0].starts_with("ok 200 "), "{outs:?}");
+    assert!(outs[0].contains("/v1/orders/5"));
+    for (i, o) in outs.iter().enumerate().skip(1) {
+        assert!(
+            o.starts_with("err ") && o.contains("HttpRequestDenied"),
+            "line {i}: {o}"
+        );
+    }
+    let seen = f.upstream.seen();
+    assert_eq!(
+        seen.len(),
+        1,
+        "only the allowed request left the host: {seen:?}"
+    );
+    assert_eq!(seen[0].target, "/v1/orders/5?x=1");
+    assert!(
+        seen[0]
+            .headers
+            .iter()
+            .any(|(n, v)| n == "authorization" && v == &format!("Bearer {STATIC_TOKEN}"))
+    );
+    assert!(
+        seen[0]
+            .headers
+            .iter()
+            .any(|(n, v)| n == "x-request-id" && v == "abc")
+    );
+    assert!(matches!(f.other.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock));
+    // Every request is in the CallTrace, as metadata.
+    assert_eq!(r.calls.total(), 6);
+    assert_eq!(r.calls.rows[0].outcome, CallOutcome::Delivered);
+    assert_eq!(r.calls.rows[0].route.as_deref(), Some("/v1/orders/*"));
+    assert_eq!(r.calls.count(CallOutcome::Denied), 5);
+    let json = serde_json::to_string(&r).expect("json");
+    assert!(!json.contains(STATIC_TOKEN) && !json.contains("stolen") && !json.contains("admin"));
 }

@@ -206,7 +206,13 @@ impl RunBroker {
     }
 
     /// Every check, under the run's lock; nothing here waits.
-    fn check(&self, api: &str, method: Option<Method>, req: Request, rec: &mut CallRecord) -> Result<Checked, CallError> {
+    fn check(
+        &self,
+        api: &str,
+        method: Option<Method>,
+        req: Request,
+        rec: &mut CallRecord,
+    ) -> Result<Checked, CallError> {
         let mut inner = self.lock();
         let grant: Option<Arc<Grant>> = inner.grants.get(api).cloned();
         rec.grant = grant.as_ref().map(|g| g.name().to_owned());
@@ -219,7 +225,10 @@ impl RunBroker {
         let Some(grant) = grant else {
             return Err(denied("this run has no grant of that name"));
         };
-        let used = inner.per_grant_used.entry(grant.name().to_owned()).or_insert(0);
+        let used = inner
+            .per_grant_used
+            .entry(grant.name().to_owned())
+            .or_insert(0);
         if *used >= grant.profile.max_calls {
             return Err(CallError::BudgetExhausted);
         }
@@ -228,7 +237,12 @@ impl RunBroker {
             return Err(denied("method not allowed"));
         };
         let target = canonical_target(&req.path).map_err(|d| denied(d.as_str()))?;
-        let Some(route) = grant.profile.routes.iter().find(|r| r.matches(method, &target)) else {
+        let Some(route) = grant
+            .profile
+            .routes
+            .iter()
+            .find(|r| r.matches(method, &target))
+        else {
             return Err(denied("no route of the grant matches"));
         };
         rec.route = Some(route.path_template().to_owned());
@@ -255,8 +269,9 @@ impl RunBroker {
             let mut v = Zeroizing::new(Vec::with_capacity(cred.len() + 7));
             v.extend_from_slice(b"Bearer ");
             v.extend_from_slice(cred.expose());
-            let mut hv = http::HeaderValue::from_bytes(&v)
-                .map_err(|_| CallError::Upstream("the grant's credential is not a valid header value".to_owned()))?;
+            let mut hv = http::HeaderValue::from_bytes(&v).map_err(|_| {
+                CallError::Upstream("the grant's credential is not a valid header value".to_owned())
+            })?;
             hv.set_sensitive(true);
             builder = builder.header(http::header::AUTHORIZATION, hv);
         }
@@ -273,7 +288,12 @@ impl RunBroker {
 
     /// Sends a checked call; the run's lock is not held while waiting.
     async fn send(&self, c: Checked) -> Result<Response, CallError> {
-        match self.broker.upstream.send(c.request, c.response_cap, c.timeout).await {
+        match self
+            .broker
+            .upstream
+            .send(c.request, c.response_cap, c.timeout)
+            .await
+        {
             Ok(resp) => {
                 if resp.status == 429 || resp.status == 503 {
                     self.broker.trip(&c.profile, retry_after(&resp.headers));
@@ -282,7 +302,11 @@ impl RunBroker {
                     .headers
                     .iter()
                     .filter(|(n, _)| response_header_passes(n.as_str()))
-                    .filter_map(|(n, v)| v.to_str().ok().map(|v| (n.as_str().to_owned(), v.to_owned())))
+                    .filter_map(|(n, v)| {
+                        v.to_str()
+                            .ok()
+                            .map(|v| (n.as_str().to_owned(), v.to_owned()))
+                    })
                     .take(MAX_RESPONSE_HEADERS)
                     .collect();
                 Ok(Response {

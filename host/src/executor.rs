@@ -92,13 +92,19 @@ pub(crate) fn prepare(
     wasi.initial_cwd("/work");
 
     let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms);
+    let broker = RunBroker::new(rt.broker().clone(), grants, env, deadline);
     let mut table = ResourceTable::new();
     table.set_max_capacity(MAX_RESOURCES);
     let state = RunState {
         wasi: wasi.build(),
         table,
         limiter: RunLimiter::new(env.memory_bytes, env.table_elements, env.instances),
-        broker: RunBroker::new(rt.broker().clone(), grants, env, deadline),
+        broker: broker.clone(),
+        http: wasmtime_wasi_http::WasiHttpCtx::new(),
+        http_gate: crate::http_gate::HttpGate {
+            broker,
+            request_cap: env.request_bytes,
+        },
         deadline,
         workspace: Some(WorkspaceWatch {
             workspace: workspace.clone(),
@@ -149,6 +155,7 @@ pub(crate) fn reset_for_next_run(p: &mut Prepared, env: &Envelope, grants: Grant
     st.stop = None;
     st.limiter.reset_for_next_run(env.memory_bytes);
     st.broker.next_run(env, deadline, grants);
+    st.http_gate.request_cap = env.request_bytes;
     if let Some(w) = &mut st.workspace {
         w.max_bytes = env.workspace_bytes;
         w.max_entries = env.workspace_entries;

@@ -32,6 +32,7 @@ pub mod envelope;
 mod executor;
 pub mod grant;
 pub mod guest;
+mod http_gate;
 pub mod limiter;
 pub mod output;
 pub mod provider;

@@ -70,6 +70,9 @@ impl Runtime {
         let mut linker: Linker<RunState> = Linker::new(engine.engine());
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
+        // Standard HTTP clients go through the same gate as the broker.
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
         bindings::broker::add_to_linker::<RunState, HasSelf<RunState>>(&mut linker, |s| s)
             .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
         let cache = match &config.cache_dir {

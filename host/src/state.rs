@@ -33,6 +33,8 @@ pub struct RunState {
     pub(crate) table: ResourceTable,
     pub(crate) limiter: RunLimiter,
     pub(crate) broker: RunBroker,
+    pub(crate) http: wasmtime_wasi_http::WasiHttpCtx,
+    pub(crate) http_gate: crate::http_gate::HttpGate,
     pub(crate) deadline: Instant,
     pub(crate) workspace: Option<WorkspaceWatch>,
     pub(crate) stop: Option<StopReason>,
@@ -74,6 +76,16 @@ impl WasiView for RunState {
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
+        }
+    }
+}
+
+impl wasmtime_wasi_http::WasiHttpView for RunState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        wasmtime_wasi_http::WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_gate,
         }
     }
 }

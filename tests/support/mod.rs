@@ -101,6 +101,7 @@ pub const EXAMPLES: &[&str] = &[
     "churn",
     "marker",
     "listwork",
+    "http_caller",
 ];
 
 /// Entries directly under `dir` (0 when it does not exist).

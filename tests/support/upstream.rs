@@ -28,6 +28,8 @@ pub struct Seen {
 #[derive(Clone, Default)]
 pub struct Upstream {
     seen: Arc<Mutex<Vec<Seen>>>,
+    /// Where it listens.
+    pub addr: Option<SocketAddr>,
 }
 
 impl Upstream {
@@ -115,6 +117,8 @@ pub async fn start_upstream() -> (Upstream, SocketAddr) {
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
+    let mut up = up;
+    up.addr = Some(addr);
     let served = up.clone();
     tokio::spawn(async move {
         loop {
