@@ -389,3 +389,26 @@ async fn idle_sessions_expire() {
     let r = s.run_in_session("alice", &a.session_id, &cell("x")).await;
     assert_eq!(r.error_code(), Some("unknown_session"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_evaluation_cannot_switch_guests() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_in(dir.path(), |_| {});
+    let a = s.open_session("alice", &py("")).await.expect("open");
+    let mut pinned = cell("1");
+    pinned.require_identity = Some("quickjs-wasm:sha256:0000".into());
+    let r = s.run_in_session("alice", &a.session_id, &pinned).await;
+    assert_eq!(r.error_code(), Some("identity_mismatch"));
+    pinned.require_identity = Some(a.guest.clone());
+    assert_eq!(
+        s.run_in_session("alice", &a.session_id, &pinned)
+            .await
+            .result
+            .as_deref(),
+        Some("1")
+    );
+    let mut other = cell("1");
+    other.component = Some("hello".into());
+    let r = s.run_in_session("alice", &a.session_id, &other).await;
+    assert_eq!(r.error_code(), Some("invalid_request"));
+}

@@ -51,11 +51,19 @@ impl WasiHttpHooks for HttpGate {
             let api = broker
                 .grant_for_origin(&scheme, &authority)
                 .unwrap_or_else(|| " no grant for this origin".to_owned());
-            // Read at most one byte past the cap: the broker then refuses it
-            // as too large, before anything is sent.
+            // Read at most one byte past the cap; a longer body is handed to
+            // the broker as cap + 1 bytes, which it refuses (and traces) as
+            // too large before anything is sent. A body the guest's own
+            // stream failed to produce is a protocol error, not "too large".
             let body = match Limited::new(body, cap.saturating_add(1)).collect().await {
                 Ok(b) => b.to_bytes().to_vec(),
-                Err(_) => vec![0; cap.saturating_add(1)],
+                Err(e)
+                    if e.downcast_ref::<http_body_util::LengthLimitError>()
+                        .is_some() =>
+                {
+                    vec![0; cap.saturating_add(1)]
+                }
+                Err(_) => return Err(HttpError::HttpProtocolError),
             };
             let mut headers = Vec::with_capacity(parts.headers.len());
             for (name, value) in &parts.headers {

@@ -241,6 +241,29 @@ impl SessionTable {
         let Some(inst) = guard.as_mut() else {
             return unknown(run_id, isolation);
         };
+        // A session evaluation cannot switch guests: a request that names
+        // one must name the session's.
+        if let Some(want) = &req.require_identity
+            && want != slot.guest.identity()
+        {
+            return RunResult::refused(
+                run_id,
+                isolation,
+                "identity_mismatch",
+                format!(
+                    "the request requires guest {want:?}, but the session runs {}",
+                    slot.guest.identity()
+                ),
+            );
+        }
+        if req.component.is_some() {
+            return RunResult::refused(
+                run_id,
+                isolation,
+                "invalid_request",
+                "a session evaluation runs the session's guest; leave out `component`",
+            );
+        }
         if !req.stdin.is_empty() {
             return RunResult::refused(
                 run_id,
