@@ -166,7 +166,18 @@ async fn escape_attempts_are_blocked_and_symlinks_are_not_returned() {
     assert!(!r.stdout.contains("root:"));
     assert!(r.stdout.contains("blocked absolute /etc/passwd"));
     assert!(r.stdout.contains("blocked writing outside /work"));
-    // Whatever links the guest managed to make are refused, not followed.
+    // Whatever links the guest managed to make are refused, not followed:
+    // at least the in-workspace one it is allowed to create.
+    assert!(
+        r.stdout.contains("made an in-workspace symlink"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.artifacts_refused.iter().any(|a| a.path == "inner-link"),
+        "{:?}",
+        r.artifacts_refused
+    );
     assert!(r.artifacts.is_empty(), "{:?}", r.artifacts);
     for refused in &r.artifacts_refused {
         assert_eq!(refused.reason, "symlink", "{refused:?}");
