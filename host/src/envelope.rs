@@ -16,6 +16,7 @@ const GIB: u64 = 1024 * MIB;
 /// Every field is a hard cap that the host enforces; see `SECURITY.md` for
 /// how each one is enforced and its bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Envelope {
     /// Wall-clock time for the whole run, in milliseconds.
@@ -94,6 +95,7 @@ impl Default for Envelope {
 /// A request's lowering of the envelope. Absent fields keep the operator's
 /// value.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     pub wall_time_ms: Option<u64>,
@@ -220,6 +222,19 @@ impl Envelope {
         }
         for_each_limit!(lower);
         Ok(out)
+    }
+
+    /// Every value of `self` as a request's [`Limits`]: lowering any
+    /// envelope at least as large by these gives exactly `self`.
+    pub fn as_limits(&self) -> Limits {
+        let mut out = Limits::default();
+        macro_rules! set {
+            ($f:ident, $max:expr) => {
+                out.$f = Some(self.$f);
+            };
+        }
+        for_each_limit!(set);
+        out
     }
 
     /// Whether every limit of `self` is at most the same limit of `other`.

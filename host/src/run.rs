@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 /// A file the request places in the run's workspace before the guest
 /// starts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct InputFile {
     /// Path relative to `/work`, e.g. `data/input.csv`. Only plain names
@@ -24,6 +25,7 @@ pub struct InputFile {
 
 /// A language with an interpreter guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Language {
     /// CPython, built with componentize-py (`guests/python`).
@@ -75,6 +77,7 @@ impl std::str::FromStr for Language {
 
 /// What to run and under which limits.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RunRequest {
     /// The language of `code`: runs the host's interpreter guest for it.
@@ -130,6 +133,7 @@ impl RunRequest {
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// The guest finished and reported success.
@@ -189,6 +193,7 @@ impl Status {
 /// A typed error attached to a result: a stable `code` to branch on and a
 /// message for people. Neither ever contains a secret or the caller's code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorInfo {
     pub code: String,
     pub message: String,
@@ -196,6 +201,7 @@ pub struct ErrorInfo {
 
 /// A file the guest left under `/work/out`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Artifact {
     /// Path relative to `/work/out`.
     pub path: String,
@@ -209,6 +215,7 @@ pub struct Artifact {
 
 /// An entry under `/work/out` that was not returned, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RefusedArtifact {
     /// Path relative to `/work/out` (lossy UTF-8 when the name was not).
     pub path: String,
@@ -218,6 +225,7 @@ pub struct RefusedArtifact {
 
 /// What the run used.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Usage {
     /// Wall time of the whole run, in milliseconds (fractional).
     pub wall_ms: f64,
@@ -232,6 +240,7 @@ pub struct Usage {
 
 /// The outcome of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RunResult {
     /// Unique id of the run.
     pub run_id: String,

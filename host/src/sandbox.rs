@@ -281,13 +281,25 @@ impl Sandbox {
 
     /// Opens a session for `caller` on the interpreter for `req.language`
     /// (or the registered interpreter component `req.component`). Only
-    /// `language`/`component` and `limits` of `req` are used.
+    /// `language`/`component`, `require_identity` and `limits` of `req` are
+    /// used.
     pub async fn open_session(
         &self,
         caller: &str,
         req: &RunRequest,
     ) -> Result<SessionInfo, ErrorInfo> {
         let guest = self.resolve_guest(req)?;
+        if let Some(want) = &req.require_identity
+            && want != guest.identity()
+        {
+            return Err(ErrorInfo {
+                code: "identity_mismatch".into(),
+                message: format!(
+                    "the request requires guest {want:?}, but this guest is {}",
+                    guest.identity()
+                ),
+            });
+        }
         if guest.kind() != GuestKind::Interpreter {
             return Err(ErrorInfo {
                 code: "invalid_request".into(),
@@ -352,6 +364,26 @@ impl Sandbox {
     /// Open sessions of `caller`.
     pub fn session_count(&self, caller: &str) -> usize {
         self.sessions.count_for(caller)
+    }
+
+    /// The operator's limits on sessions.
+    pub fn session_limits(&self) -> SessionLimits {
+        self.sessions.limits()
+    }
+
+    /// The operator-wide isolation floor.
+    pub fn min_isolation(&self) -> Option<Tier> {
+        self.min_isolation
+    }
+
+    /// Open sessions in all.
+    pub fn session_total(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Closes every session (a daemon shutting down).
+    pub fn close_all_sessions(&self) {
+        self.sessions.close_all();
     }
 
     fn resolve_guest(&self, req: &RunRequest) -> Result<Guest, ErrorInfo> {

@@ -46,6 +46,7 @@ impl Default for SessionLimits {
 
 /// What a caller learns about a session it opened.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionInfo {
     /// The session's id (unguessable; useless to anyone but its owner).
     pub session_id: String,
@@ -118,6 +119,17 @@ impl SessionTable {
             ids.iter().filter_map(|id| map.remove(id)).collect()
         };
         drop(expired);
+    }
+
+    /// The limits this table enforces.
+    pub(crate) fn limits(&self) -> SessionLimits {
+        self.limits
+    }
+
+    /// Closes every session; instances are dropped outside the lock.
+    pub(crate) fn close_all(&self) {
+        let all: Vec<Arc<Slot>> = self.lock().drain().map(|(_, s)| s).collect();
+        drop(all);
     }
 
     /// Open sessions of `caller`.

@@ -13,6 +13,7 @@ use std::str::FromStr;
 /// The order is meaningful: `Process < Container < Kernel < Vm`, and a
 /// caller's `minimum_isolation` floor is compared with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
     /// wasmtime inside the host process: an engine escape lands in the host.
@@ -68,6 +69,7 @@ impl FromStr for Tier {
 
 /// One observation that supports (or fails to support) a tier claim.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EvidenceCheck {
     /// What was checked, e.g. `network_interfaces`.
     pub name: String,
@@ -83,6 +85,7 @@ pub struct EvidenceCheck {
 /// party: a compromised host could lie here. It is still worth reporting,
 /// because it is what this process actually checked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Evidence {
     /// Unix time (seconds) of the observation.
     pub observed_at_unix: u64,
@@ -94,6 +97,7 @@ pub struct Evidence {
 
 /// The isolation a run actually had, attached to every result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Isolation {
     /// The tier of the boundary that ran (or would have run) the guest.
     pub tier: Tier,

@@ -12,6 +12,7 @@ pub const MAX_TRACE_ROWS: usize = 256;
 
 /// How one broker call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CallOutcome {
     /// The call was made and the upstream answered (any status).
@@ -62,6 +63,7 @@ impl CallOutcome {
 
 /// One broker call, metadata only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CallRecord {
     /// 1-based order of the call within the run (counts dropped rows too).
     pub seq: u64,
@@ -90,6 +92,7 @@ pub struct CallRecord {
 
 /// The CallTrace of one run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CallTrace {
     /// The first [`MAX_TRACE_ROWS`] calls.
     pub rows: Vec<CallRecord>,

@@ -1,0 +1,263 @@
+//! The daemon's cost over the library call: JavaScript `1+1` over HTTP with
+//! 1, 8 and 64 concurrent clients (each on its own keep-alive connection),
+//! against the library's `Sandbox::run_as` with the same concurrency, in
+//! the same run.
+//!
+//! `make bench-daemon` (or `cargo bench -p plimsolld --bench daemon`).
+//! `PLIMSOLL_BENCH_SECS` sets the seconds per measurement (default 3).
+
+use plimsoll::{Language, ProviderKind, RunRequest, RuntimeConfig, Sandbox, SandboxConfig};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn guests_dir() -> PathBuf {
+    std::env::var_os("PLIMSOLL_GUESTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/guests"))
+}
+
+const BODY: &str = r#"{"language":"javascript","code":"1+1"}"#;
+
+struct Stats {
+    runs_per_sec: f64,
+    p50_us: f64,
+    p99_us: f64,
+}
+
+fn stats(mut lat: Vec<Duration>, wall: Duration) -> Stats {
+    lat.sort();
+    let pick = |q: f64| {
+        let i = ((lat.len() as f64 - 1.0) * q).round() as usize;
+        lat.get(i)
+            .map(|d| d.as_secs_f64() * 1e6)
+            .unwrap_or(f64::NAN)
+    };
+    Stats {
+        runs_per_sec: lat.len() as f64 / wall.as_secs_f64(),
+        p50_us: pick(0.50),
+        p99_us: pick(0.99),
+    }
+}
+
+/// One keep-alive connection: POST, read exactly one response.
+struct Conn {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl Conn {
+    fn open(addr: SocketAddr) -> Conn {
+        let s = TcpStream::connect(addr).expect("connect");
+        s.set_nodelay(true).expect("nodelay");
+        Conn {
+            reader: BufReader::new(s.try_clone().expect("clone")),
+            writer: s,
+        }
+    }
+
+    fn post(&mut self) -> u16 {
+        let req = format!(
+            "POST /v1/runs HTTP/1.1\r\nHost: b\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{BODY}",
+            BODY.len()
+        );
+        self.writer.write_all(req.as_bytes()).expect("write");
+        let mut line = String::new();
+        self.reader.read_line(&mut line).expect("status");
+        let status: u16 = line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let mut len = 0usize;
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line).expect("header");
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = line.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                len = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0u8; len];
+        self.reader.read_exact(&mut body).expect("body");
+        status
+    }
+}
+
+fn over_http(addr: SocketAddr, clients: usize, secs: Duration) -> Stats {
+    let start = Instant::now();
+    let handles: Vec<_> = (0..clients)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = Conn::open(addr);
+                let mut lat = Vec::new();
+                let t0 = Instant::now();
+                while t0.elapsed() < secs {
+                    let t = Instant::now();
+                    let status = c.post();
+                    assert_eq!(status, 200, "the daemon refused a benchmark run");
+                    lat.push(t.elapsed());
+                }
+                lat
+            })
+        })
+        .collect();
+    let lat: Vec<Duration> = handles
+        .into_iter()
+        .flat_map(|h| h.join().expect("client"))
+        .collect();
+    stats(lat, start.elapsed())
+}
+
+fn in_library(
+    rt: &tokio::runtime::Runtime,
+    sb: &Arc<Sandbox>,
+    clients: usize,
+    secs: Duration,
+) -> Stats {
+    let req = Arc::new(RunRequest::code(Language::Javascript, "1+1"));
+    let start = Instant::now();
+    let lat = rt.block_on(async {
+        let tasks: Vec<_> = (0..clients)
+            .map(|_| {
+                let sb = sb.clone();
+                let req = req.clone();
+                tokio::spawn(async move {
+                    let mut lat = Vec::new();
+                    let t0 = Instant::now();
+                    while t0.elapsed() < secs {
+                        let t = Instant::now();
+                        let r = sb.run_as("bench", &req).await;
+                        assert_eq!(r.status, plimsoll::Status::Ok);
+                        lat.push(t.elapsed());
+                    }
+                    lat
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for t in tasks {
+            all.extend(t.await.expect("task"));
+        }
+        all
+    });
+    stats(lat, start.elapsed())
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        println!("daemon: benchmark");
+        return;
+    }
+    let secs = Duration::from_secs(
+        std::env::var("PLIMSOLL_BENCH_SECS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3),
+    );
+    let js = guests_dir().join("javascript.wasm");
+    assert!(
+        js.is_file(),
+        "{} is missing: run `make guests`",
+        js.display()
+    );
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let cache = repo().join("target/test-cache");
+    // The state directory (audit log, ledger) is on the same file system a
+    // deployment would use: PLIMSOLL_BENCH_STATE_DIR, else the temp dir.
+    let state = std::env::var_os("PLIMSOLL_BENCH_STATE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tmp.path().join("state"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_plimsolld"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("SANDBOX_PROVIDER", "wasm")
+        .env("PLIMSOLL_INSECURE", "1")
+        .env("PLIMSOLL_LISTEN", "127.0.0.1:0")
+        .env("PLIMSOLL_METRICS_ADDR", "off")
+        .env("PLIMSOLL_STATE_DIR", &state)
+        .env("PLIMSOLL_CACHE_DIR", &cache)
+        .env("PLIMSOLL_JAVASCRIPT_COMPONENT", &js)
+        .env(
+            "PLIMSOLL_PYTHON_COMPONENT",
+            guests_dir().join("python.wasm"),
+        )
+        .env("PLIMSOLL_LOG", "error")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn plimsolld");
+    let err = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(err).lines();
+    let addr: SocketAddr = loop {
+        let line = lines
+            .next()
+            .and_then(Result::ok)
+            .expect("plimsolld exited before listening");
+        if let Some(rest) = line.split("http://").nth(1) {
+            break rest
+                .split(' ')
+                .next()
+                .and_then(|a| a.parse().ok())
+                .expect("address");
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+
+    let sandbox = Arc::new(
+        Sandbox::new(SandboxConfig {
+            provider: ProviderKind::Wasm,
+            interpreters: vec![(Language::Javascript, js.clone())],
+            runtime: RuntimeConfig {
+                cache_dir: Some(cache.clone()),
+                workspace_dir: tmp.path().join("work"),
+                ..RuntimeConfig::default()
+            },
+            ..SandboxConfig::default()
+        })
+        .expect("sandbox"),
+    );
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    // Warm both paths.
+    let _ = over_http(addr, 1, Duration::from_millis(300));
+    let _ = in_library(&rt, &sandbox, 1, Duration::from_millis(300));
+
+    println!(
+        "JavaScript 1+1, {} s per row; state dir {}",
+        secs.as_secs(),
+        state.display()
+    );
+    println!(
+        "| clients | library runs/s | library p50 | library p99 | daemon runs/s | daemon p50 | daemon p99 | daemon − library p50 |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for clients in [1usize, 8, 64] {
+        let lib = in_library(&rt, &sandbox, clients, secs);
+        let http = over_http(addr, clients, secs);
+        println!(
+            "| {clients} | {:.0} | {:.0} µs | {:.0} µs | {:.0} | {:.0} µs | {:.0} µs | {:+.0} µs |",
+            lib.runs_per_sec,
+            lib.p50_us,
+            lib.p99_us,
+            http.runs_per_sec,
+            http.p50_us,
+            http.p99_us,
+            http.p50_us - lib.p50_us
+        );
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let _ = child.wait();
+}

@@ -1,0 +1,212 @@
+//! The daemon's configuration, from the environment.
+//!
+//! Every setting has a default that is safe: with nothing set the provider
+//! is `disabled` (nothing runs) and the daemon refuses to start without a
+//! callers file unless `PLIMSOLL_INSECURE=1` and it listens on loopback
+//! only.
+
+use plimsoll::SandboxConfig;
+use plimsoll::config::ConfigError;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the API listens.
+pub const LISTEN_ENV: &str = "PLIMSOLL_LISTEN";
+/// Where `/metrics` listens (`off` disables it).
+pub const METRICS_ADDR_ENV: &str = "PLIMSOLL_METRICS_ADDR";
+/// The TLS certificate chain (PEM).
+pub const TLS_CERT_ENV: &str = "PLIMSOLL_TLS_CERT";
+/// The TLS private key (PEM).
+pub const TLS_KEY_ENV: &str = "PLIMSOLL_TLS_KEY";
+/// The callers file.
+pub const CLIENTS_FILE_ENV: &str = "PLIMSOLL_CLIENTS_FILE";
+/// `1`: run without a callers file (loopback listeners only).
+pub const INSECURE_ENV: &str = "PLIMSOLL_INSECURE";
+/// `1`: refuse to start unless every hardened-mode condition holds.
+pub const HARDENED_ENV: &str = "PLIMSOLL_HARDENED";
+/// The audit log (JSON lines, appended).
+pub const AUDIT_LOG_ENV: &str = "PLIMSOLL_AUDIT_LOG";
+/// A directory of components registered by file stem (`hello.wasm` →
+/// `hello`).
+pub const COMPONENTS_DIR_ENV: &str = "PLIMSOLL_COMPONENTS_DIR";
+/// Comma-separated guest identities every served guest must be one of.
+pub const GUEST_PINS_ENV: &str = "PLIMSOLL_GUEST_PINS";
+/// The largest request body accepted, in bytes.
+pub const MAX_BODY_ENV: &str = "PLIMSOLL_MAX_BODY_BYTES";
+/// Runs in flight across all callers; more are shed with 503.
+pub const MAX_INFLIGHT_ENV: &str = "PLIMSOLL_MAX_INFLIGHT";
+/// Open connections per listener; more are closed at accept.
+pub const MAX_CONNECTIONS_ENV: &str = "PLIMSOLL_MAX_CONNECTIONS";
+/// Seconds a client has to send its request head.
+pub const HEADER_TIMEOUT_ENV: &str = "PLIMSOLL_HEADER_TIMEOUT_SECS";
+/// Seconds SIGTERM waits for in-flight runs.
+pub const DRAIN_SECS_ENV: &str = "PLIMSOLL_DRAIN_SECS";
+
+/// Everything the daemon needs to start.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    /// The library's configuration (provider, envelope, grants, …).
+    pub sandbox: SandboxConfig,
+    /// Whether `PLIMSOLL_ENVELOPE_FILE` set the envelope explicitly.
+    pub explicit_envelope: bool,
+    /// The API listener.
+    pub listen: SocketAddr,
+    /// The metrics listener, unless disabled.
+    pub metrics: Option<SocketAddr>,
+    /// TLS certificate and key files.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// The callers file.
+    pub clients_file: Option<PathBuf>,
+    /// `PLIMSOLL_INSECURE=1`.
+    pub insecure: bool,
+    /// `PLIMSOLL_HARDENED=1`.
+    pub hardened: bool,
+    /// The audit log.
+    pub audit_log: PathBuf,
+    /// Whether `PLIMSOLL_AUDIT_LOG` named it (rather than the default).
+    pub explicit_audit_log: bool,
+    /// The state directory (quota counters, component cache).
+    pub state_dir: PathBuf,
+    /// Components to register by name.
+    pub components_dir: Option<PathBuf>,
+    /// Guest identities that may be served; empty = not pinned.
+    pub guest_pins: Vec<String>,
+    /// Largest request body, bytes.
+    pub max_body_bytes: usize,
+    /// Runs in flight across all callers.
+    pub max_inflight: usize,
+    /// Open connections per listener.
+    pub max_connections: usize,
+    /// How long SIGTERM waits for in-flight runs.
+    pub drain: Duration,
+    /// How long a client may take to send its request head (slowloris).
+    pub header_timeout: Duration,
+    /// How long a client may take to send its request body.
+    pub body_timeout: Duration,
+}
+
+/// A setting the daemon could not use.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonConfigError {
+    #[error(transparent)]
+    Sandbox(#[from] ConfigError),
+    #[error("{name}: {message}")]
+    Invalid { name: &'static str, message: String },
+}
+
+fn var(name: &'static str) -> Result<Option<String>, DaemonConfigError> {
+    match std::env::var(name) {
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => Ok(Some(v.trim().to_owned())),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(DaemonConfigError::Invalid {
+            name,
+            message: "not valid UTF-8".into(),
+        }),
+    }
+}
+
+fn flag(name: &'static str) -> Result<bool, DaemonConfigError> {
+    match var(name)?.as_deref() {
+        None | Some("0") | Some("false") => Ok(false),
+        Some("1") | Some("true") => Ok(true),
+        Some(_) => Err(DaemonConfigError::Invalid {
+            name,
+            message: "expected 1 or 0".into(),
+        }),
+    }
+}
+
+fn addr(name: &'static str, v: &str) -> Result<SocketAddr, DaemonConfigError> {
+    v.parse().map_err(|_| DaemonConfigError::Invalid {
+        name,
+        message: "expected an IP address and port, e.g. 127.0.0.1:8080".into(),
+    })
+}
+
+fn number<T: std::str::FromStr>(name: &'static str, default: T) -> Result<T, DaemonConfigError> {
+    match var(name)? {
+        None => Ok(default),
+        Some(v) => v.parse().map_err(|_| DaemonConfigError::Invalid {
+            name,
+            message: "expected a whole number".into(),
+        }),
+    }
+}
+
+impl DaemonConfig {
+    /// Reads the daemon's settings and the library's (`SANDBOX_PROVIDER`,
+    /// `SANDBOX_MIN_ISOLATION`, `PLIMSOLL_GRANTS_FILE`,
+    /// `PLIMSOLL_ENVELOPE_FILE`, …).
+    pub fn from_env() -> Result<Self, DaemonConfigError> {
+        let sandbox = SandboxConfig::from_env()?;
+        let explicit_envelope = var(plimsoll::config::ENVELOPE_FILE_ENV)?.is_some();
+        let listen = addr(
+            LISTEN_ENV,
+            &var(LISTEN_ENV)?.unwrap_or_else(|| "127.0.0.1:8080".into()),
+        )?;
+        let metrics = match var(METRICS_ADDR_ENV)?.as_deref() {
+            Some("off") => None,
+            Some(v) => Some(addr(METRICS_ADDR_ENV, v)?),
+            None => Some(addr(METRICS_ADDR_ENV, "127.0.0.1:9464")?),
+        };
+        let tls = match (var(TLS_CERT_ENV)?, var(TLS_KEY_ENV)?) {
+            (Some(c), Some(k)) => Some((PathBuf::from(c), PathBuf::from(k))),
+            (None, None) => None,
+            _ => {
+                return Err(DaemonConfigError::Invalid {
+                    name: TLS_CERT_ENV,
+                    message: format!("{TLS_CERT_ENV} and {TLS_KEY_ENV} go together"),
+                });
+            }
+        };
+        let state_dir = plimsoll::config::default_state_dir();
+        let audit = var(AUDIT_LOG_ENV)?;
+        let explicit_audit_log = audit.is_some();
+        let audit_log = audit
+            .map(PathBuf::from)
+            .unwrap_or_else(|| state_dir.join("audit.jsonl"));
+        let guest_pins = var(GUEST_PINS_ENV)?
+            .map(|v| {
+                v.split(',')
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        Ok(DaemonConfig {
+            sandbox,
+            explicit_envelope,
+            listen,
+            metrics,
+            tls,
+            clients_file: var(CLIENTS_FILE_ENV)?.map(PathBuf::from),
+            insecure: flag(INSECURE_ENV)?,
+            hardened: flag(HARDENED_ENV)?,
+            audit_log,
+            explicit_audit_log,
+            state_dir,
+            components_dir: var(COMPONENTS_DIR_ENV)?.map(PathBuf::from),
+            guest_pins,
+            max_body_bytes: number(MAX_BODY_ENV, 32usize << 20)?,
+            max_inflight: number(MAX_INFLIGHT_ENV, (cores * 32).max(64))?,
+            max_connections: number(MAX_CONNECTIONS_ENV, 1024usize)?,
+            drain: Duration::from_secs(number(DRAIN_SECS_ENV, 30u64)?),
+            header_timeout: Duration::from_secs(number(HEADER_TIMEOUT_ENV, 10u64)?.max(1)),
+            body_timeout: Duration::from_secs(30),
+        })
+    }
+
+    /// Every listener address with whether it serves TLS.
+    pub fn listeners(&self) -> Vec<(&'static str, SocketAddr, bool)> {
+        let mut v = vec![("api", self.listen, self.tls.is_some())];
+        if let Some(m) = self.metrics {
+            v.push(("metrics", m, false));
+        }
+        v
+    }
+}

@@ -1,0 +1,364 @@
+//! `plimsolld`: the plimsoll daemon. Configuration is the environment
+//! (docs/operations.md); `plimsolld --openapi` prints the API document.
+
+use plimsolld::api::{self, App};
+use plimsolld::audit::{AuditLog, AuditRecord, now_rfc3339};
+use plimsolld::callers::Callers;
+use plimsolld::config::DaemonConfig;
+use plimsolld::hardened;
+use plimsolld::metrics::Metrics;
+use plimsolld::quota::Quotas;
+use plimsolld::server::{self, ConnLimits};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// Exit code for a configuration the daemon refuses (sysexits EX_CONFIG).
+const EXIT_CONFIG: u8 = 78;
+
+fn refuse(lines: &[String]) -> ExitCode {
+    eprintln!("plimsolld: refusing to start:");
+    for l in lines {
+        eprintln!("  - {l}");
+    }
+    ExitCode::from(EXIT_CONFIG)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("--openapi") => {
+            println!("{}", plimsolld::openapi::document());
+            return ExitCode::SUCCESS;
+        }
+        Some("--version") => {
+            println!("plimsolld {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Some("--help") | Some("-h") => {
+            println!(
+                "plimsolld: serves the plimsoll sandbox over HTTP.\n\n\
+                 Configured by environment variables; see docs/operations.md.\n\
+                 plimsolld --openapi   print the OpenAPI document\n\
+                 plimsolld --version   print the version"
+            );
+            return ExitCode::SUCCESS;
+        }
+        Some(other) => {
+            eprintln!("plimsolld: unknown argument {other:?} (try --help)");
+            return ExitCode::from(2);
+        }
+        None => {}
+    }
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("PLIMSOLL_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("plimsolld: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(run())
+}
+
+async fn run() -> ExitCode {
+    let mut cfg = match DaemonConfig::from_env() {
+        Ok(c) => c,
+        Err(e) => return refuse(&[e.to_string()]),
+    };
+
+    // Callers first: their session caps size the library's session table.
+    let per_caller_default = u32::try_from(cfg.sandbox.sessions.per_caller).unwrap_or(u32::MAX);
+    let callers = match &cfg.clients_file {
+        Some(path) => match Callers::load(
+            path,
+            &cfg.sandbox.envelope,
+            &cfg.sandbox.grants,
+            per_caller_default,
+        ) {
+            Ok(c) => Some(c),
+            Err(e) => return refuse(&[e.to_string()]),
+        },
+        None => None,
+    };
+    if let Some(c) = &callers {
+        let most = c.iter().map(|c| c.max_sessions as usize).max().unwrap_or(0);
+        cfg.sandbox.sessions.per_caller = cfg.sandbox.sessions.per_caller.max(most);
+    }
+
+    // Plain listeners only on loopback; no callers file only on loopback.
+    let mut problems = Vec::new();
+    for (name, addr, tls) in cfg.listeners() {
+        if !addr.ip().is_loopback() && !tls {
+            problems.push(format!(
+                "the {name} listener {addr} is not loopback and has no TLS: set PLIMSOLL_TLS_CERT and PLIMSOLL_TLS_KEY{}",
+                if name == "metrics" { " (the metrics listener serves plain HTTP: keep it on loopback or set PLIMSOLL_METRICS_ADDR=off)" } else { "" }
+            ));
+        }
+    }
+    if callers.is_none() {
+        if !cfg.insecure {
+            problems.push(
+                "no callers file: set PLIMSOLL_CLIENTS_FILE (see docs/callers.md), or PLIMSOLL_INSECURE=1 for a loopback-only development daemon without tokens".into(),
+            );
+        } else if cfg
+            .listeners()
+            .iter()
+            .any(|(_, a, _)| !a.ip().is_loopback())
+        {
+            problems
+                .push("PLIMSOLL_INSECURE=1 is allowed only when every listener is loopback".into());
+        }
+    }
+    if !cfg.hardened && !problems.is_empty() {
+        return refuse(&problems);
+    }
+
+    let sandbox = match plimsoll::Sandbox::new(cfg.sandbox.clone()) {
+        Ok(s) => Arc::new(s),
+        Err(e) => return refuse(&[e.to_string()]),
+    };
+    let mut components = Vec::new();
+    if let Some(dir) = &cfg.components_dir {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) => return refuse(&[format!("PLIMSOLL_COMPONENTS_DIR {}: {e}", dir.display())]),
+        };
+        let mut paths: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+            .collect();
+        paths.sort();
+        for p in paths {
+            let Some(name) = p.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else {
+                continue;
+            };
+            match sandbox.runtime().load_file(&p) {
+                Ok(g) => {
+                    components.push((name.clone(), g.identity().to_owned()));
+                    sandbox.register_guest(&name, g);
+                }
+                Err(e) => return refuse(&[format!("component {}: {e}", p.display())]),
+            }
+        }
+    }
+    let mut identities: Vec<String> = sandbox
+        .interpreter_identities()
+        .into_iter()
+        .map(|(_, id)| id)
+        .collect();
+    identities.extend(components.iter().map(|(_, id)| id.clone()));
+    if !cfg.guest_pins.is_empty() {
+        for id in &identities {
+            if !cfg.guest_pins.contains(id) {
+                problems.push(format!(
+                    "guest {id} is not in PLIMSOLL_GUEST_PINS; it would be served unpinned"
+                ));
+            }
+        }
+    }
+    let isolation = sandbox.isolation();
+    if cfg.hardened {
+        let unmet = hardened::unmet(&hardened::Facts {
+            config: &cfg,
+            isolation: &isolation,
+            callers: callers.as_ref(),
+            guest_identities: &identities,
+            sessions_on: !sandbox.interpreter_identities().is_empty(),
+        });
+        let mut lines: Vec<String> = unmet.into_iter().map(|u| u.message).collect();
+        lines.append(&mut problems);
+        if !lines.is_empty() {
+            eprintln!("plimsolld: hardened mode (PLIMSOLL_HARDENED=1): conditions not met:");
+            return refuse(&lines);
+        }
+    } else if !problems.is_empty() {
+        return refuse(&problems);
+    }
+    let callers = match callers {
+        Some(c) => c,
+        None => {
+            tracing::warn!(
+                "INSECURE MODE: PLIMSOLL_INSECURE=1 and no callers file — every request on loopback is the `local` caller, with no token, no per-caller limits and every grant profile"
+            );
+            Callers::insecure_local(&cfg.sandbox.envelope, per_caller_default)
+        }
+    };
+    if isolation.provider == "disabled" {
+        tracing::warn!(
+            "SANDBOX_PROVIDER is not set: the `disabled` provider refuses every run (set SANDBOX_PROVIDER=wasm to run guests in-process, tier `process`)"
+        );
+    }
+
+    let tls = match &cfg.tls {
+        Some((cert, key)) => match plimsolld::tls::acceptor(cert, key) {
+            Ok(a) => Some(a),
+            Err(e) => return refuse(&[e.to_string()]),
+        },
+        None => None,
+    };
+    let quotas = match Quotas::new(callers.iter(), cfg.max_inflight, &cfg.state_dir) {
+        Ok(q) => q,
+        Err(e) => return refuse(&[format!("state directory {}: {e}", cfg.state_dir.display())]),
+    };
+    let api_listener = match tokio::net::TcpListener::bind(cfg.listen).await {
+        Ok(l) => l,
+        Err(e) => return refuse(&[format!("cannot listen on {}: {e}", cfg.listen)]),
+    };
+    let metrics_listener = match cfg.metrics {
+        Some(addr) => match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => Some(l),
+            Err(e) => return refuse(&[format!("cannot listen on {addr} for metrics: {e}")]),
+        },
+        None => None,
+    };
+
+    let start = AuditRecord {
+        time: now_rfc3339(),
+        event: "daemon_start",
+        provider: isolation.provider.clone(),
+        tier: isolation.tier.as_str().to_owned(),
+        outcome: "ok".into(),
+        ..AuditRecord::default()
+    };
+    let audit = match AuditLog::open(&cfg.audit_log, start) {
+        Ok(a) => a,
+        Err(e) => {
+            return refuse(&[format!(
+                "the audit log {} cannot be written ({e}); the daemon does not run unaudited",
+                cfg.audit_log.display()
+            )]);
+        }
+    };
+    let app = Arc::new(App {
+        sandbox: sandbox.clone(),
+        callers,
+        quotas,
+        audit: audit.clone(),
+        metrics: Metrics::new(),
+        draining: Default::default(),
+        components,
+        max_body: cfg.max_body_bytes,
+        body_timeout: cfg.body_timeout,
+    });
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let limits = ConnLimits {
+        max_connections: cfg.max_connections,
+        header_timeout: cfg.header_timeout,
+    };
+    let api_addr = api_listener.local_addr().ok();
+    let api_task = tokio::spawn(server::serve(
+        api_listener,
+        tls,
+        api::router(app.clone()),
+        limits,
+        stop_rx.clone(),
+        cfg.drain,
+    ));
+    let metrics_addr = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
+    let metrics_task = metrics_listener.map(|l| {
+        tokio::spawn(server::serve(
+            l,
+            None,
+            api::metrics_router(app.clone()),
+            ConnLimits {
+                max_connections: 64,
+                header_timeout: cfg.header_timeout,
+            },
+            stop_rx.clone(),
+            Duration::from_secs(1),
+        ))
+    });
+    // Housekeeping: expire sessions, persist the daily ledger.
+    let house = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                let open = app.sandbox.sweep_sessions();
+                app.metrics.set_sessions(open);
+                if let Err(e) = app.quotas.ledger.flush() {
+                    tracing::error!("cannot persist the daily allowance ledger: {e}");
+                }
+            }
+        })
+    };
+    // The line tests and operators wait for.
+    eprintln!(
+        "plimsolld: listening on {}{} (metrics: {}); provider {} (tier {}); audit log {}",
+        if cfg.tls.is_some() {
+            "https://"
+        } else {
+            "http://"
+        },
+        api_addr.map(|a| a.to_string()).unwrap_or_default(),
+        metrics_addr
+            .map(|a| format!("http://{a}/metrics"))
+            .unwrap_or_else(|| "off".into()),
+        isolation.provider,
+        isolation.tier,
+        cfg.audit_log.display()
+    );
+
+    wait_for_signal().await;
+    tracing::info!(
+        "shutting down: draining in-flight runs for up to {:?}",
+        cfg.drain
+    );
+    app.draining.store(true, Ordering::Release);
+    let _ = stop_tx.send(true);
+    let drained = app.quotas.wait_idle(cfg.drain).await;
+    if !drained {
+        tracing::warn!("drain deadline passed with runs still in flight");
+    }
+    let _ = api_task.await;
+    if let Some(t) = metrics_task {
+        let _ = t.await;
+    }
+    house.abort();
+    sandbox.close_all_sessions();
+    if let Err(e) = app.quotas.ledger.flush() {
+        tracing::error!("cannot persist the daily allowance ledger: {e}");
+    }
+    audit
+        .close(AuditRecord {
+            time: now_rfc3339(),
+            event: "daemon_stop",
+            provider: isolation.provider.clone(),
+            tier: isolation.tier.as_str().to_owned(),
+            outcome: if drained { "ok" } else { "drain_deadline" }.into(),
+            ..AuditRecord::default()
+        })
+        .await;
+    plimsoll::reaper::flush(Duration::from_secs(10));
+    eprintln!("plimsolld: stopped");
+    ExitCode::SUCCESS
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        // Without signal handlers the daemon can still be killed; it just
+        // cannot drain.
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {},
+        _ = int.recv() => {},
+    }
+}

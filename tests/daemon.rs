@@ -1,0 +1,1145 @@
+//! End-to-end tests of `plimsolld`: the real binary on loopback ports, a
+//! real HTTP client (HTTP/1.1 over a socket, and over rustls for TLS), the
+//! real guests, and a real upstream for broker calls.
+
+#[path = "support/upstream.rs"]
+mod upstream;
+
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeSet, HashMap};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------- harness
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn guests_dir() -> PathBuf {
+    std::env::var_os("PLIMSOLL_GUESTS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/guests"))
+}
+
+/// Components the daemon registers by name.
+fn components_dir() -> PathBuf {
+    let dir = repo().join("target/test-daemon-components");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    for name in ["hello", "spin"] {
+        let src = guests_dir().join(format!("{name}.wasm"));
+        assert!(
+            src.is_file(),
+            "{} is missing; build the guests first with `make guests`",
+            src.display()
+        );
+        let dst = dir.join(format!("{name}.wasm"));
+        if !dst.is_file() {
+            std::fs::copy(&src, &dst).expect("copy guest");
+        }
+    }
+    dir
+}
+
+fn sha(s: &str) -> String {
+    hex::encode(Sha256::digest(s.as_bytes()))
+}
+
+const ALICE: &str = "alice-token-7c1f0e9d8b2a";
+const BOB: &str = "bob-token-3e4d5c6b7a81";
+const CAROL: &str = "carol-token-no-scopes-55";
+
+/// A callers file: alice may run and use `orders`; bob may run but use no
+/// profile; carol may only read info. `extra` is merged into every caller.
+fn clients_json(extra: &str) -> String {
+    format!(
+        r#"{{"clients": [
+        {{"id": "alice", "token_sha256": "{}", "scopes": ["code:run", "info:read"], "grant_profiles": ["orders"]{extra}}},
+        {{"id": "bob", "token_sha256": "{}", "scopes": ["code:run"]{extra}}},
+        {{"id": "carol", "token_sha256": "{}", "scopes": ["info:read"]{extra}}}
+    ]}}"#,
+        sha(ALICE),
+        sha(BOB),
+        sha(CAROL)
+    )
+}
+
+struct Daemon {
+    child: Child,
+    addr: SocketAddr,
+    metrics: Option<SocketAddr>,
+    state: PathBuf,
+    stderr: Arc<Mutex<String>>,
+    _tmp: tempfile::TempDir,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Daemon {
+    fn audit(&self) -> String {
+        std::fs::read_to_string(self.state.join("audit.jsonl")).unwrap_or_default()
+    }
+
+    fn sigterm(&mut self) -> std::process::ExitStatus {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let t = Instant::now();
+        loop {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return st;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "the daemon did not stop after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+struct Setup {
+    env: Vec<(String, String)>,
+    tmp: tempfile::TempDir,
+}
+
+impl Setup {
+    /// A daemon with the `wasm` provider, the interpreters, `hello` and
+    /// `spin`, the callers above, and a grants file naming `upstream`.
+    fn new(upstream: Option<SocketAddr>) -> Setup {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let state = tmp.path().join("state");
+        std::fs::create_dir_all(&state).expect("state");
+        let clients = tmp.path().join("clients.json");
+        std::fs::write(&clients, clients_json("")).expect("clients");
+        let up = upstream.unwrap_or_else(|| "127.0.0.1:9".parse().expect("addr"));
+        let grants = tmp.path().join("grants.json");
+        std::fs::write(
+            &grants,
+            format!(
+                r#"{{"profiles": {{"orders": {{"base_url": "http://{up}", "allow": ["GET /v1/orders/*"],
+                    "token": {{"type": "static", "env": "ORDERS_TOKEN"}}, "max_calls": 100}}}}}}"#
+            ),
+        )
+        .expect("grants");
+        let cache = repo().join("target/test-cache");
+        let env = vec![
+            ("SANDBOX_PROVIDER", "wasm".to_string()),
+            ("PLIMSOLL_LISTEN", "127.0.0.1:0".into()),
+            ("PLIMSOLL_METRICS_ADDR", "127.0.0.1:0".into()),
+            ("PLIMSOLL_STATE_DIR", state.display().to_string()),
+            ("PLIMSOLL_CACHE_DIR", cache.display().to_string()),
+            ("PLIMSOLL_GUESTS_DIR", guests_dir().display().to_string()),
+            (
+                "PLIMSOLL_COMPONENTS_DIR",
+                components_dir().display().to_string(),
+            ),
+            ("PLIMSOLL_CLIENTS_FILE", clients.display().to_string()),
+            ("PLIMSOLL_GRANTS_FILE", grants.display().to_string()),
+            ("ORDERS_TOKEN", upstream::STATIC_TOKEN.into()),
+            ("PLIMSOLL_LOG", "warn".into()),
+        ];
+        Setup {
+            env: env.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            tmp,
+        }
+    }
+
+    fn set(mut self, k: &str, v: impl Into<String>) -> Setup {
+        self.env.retain(|(key, _)| key != k);
+        self.env.push((k.to_string(), v.into()));
+        self
+    }
+
+    fn unset(mut self, k: &str) -> Setup {
+        self.env.retain(|(key, _)| key != k);
+        self
+    }
+
+    fn clients(self, extra: &str) -> Setup {
+        let p = self.tmp.path().join("clients.json");
+        std::fs::write(&p, clients_json(extra)).expect("clients");
+        self
+    }
+
+    fn file(&self, name: &str, text: &str) -> String {
+        let p = self.tmp.path().join(name);
+        std::fs::write(&p, text).expect("write");
+        p.display().to_string()
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_plimsolld"));
+        cmd.env_clear();
+        for k in ["PATH", "HOME"] {
+            if let Some(v) = std::env::var_os(k) {
+                cmd.env(k, v);
+            }
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Starts the daemon and waits for its "listening on" line.
+    fn start(self) -> Daemon {
+        let mut child = self.command().spawn().expect("spawn plimsolld");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let err = child.stderr.take().expect("stderr");
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if line.contains("listening on") {
+                    let _ = tx.send(line.clone());
+                }
+                if let Ok(mut s) = sink.lock() {
+                    s.push_str(&line);
+                    s.push('\n');
+                }
+            }
+        });
+        let line = match rx.recv_timeout(Duration::from_secs(120)) {
+            Ok(l) => l,
+            Err(_) => {
+                let _ = child.kill();
+                panic!(
+                    "plimsolld did not start: {}",
+                    stderr.lock().map(|s| s.clone()).unwrap_or_default()
+                );
+            }
+        };
+        let addr = line
+            .split("://")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|a| a.parse().ok())
+            .expect("api address in the listening line");
+        let metrics = line
+            .split("metrics: http://")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .and_then(|a| a.parse().ok());
+        let state = self
+            .env
+            .iter()
+            .find(|(k, _)| k == "PLIMSOLL_STATE_DIR")
+            .map(|(_, v)| PathBuf::from(v))
+            .expect("state");
+        Daemon {
+            child,
+            addr,
+            metrics,
+            state,
+            stderr,
+            _tmp: self.tmp,
+        }
+    }
+
+    /// Runs the daemon expecting it to refuse to start.
+    fn refused(self) -> (i32, String) {
+        let mut child = self.command().spawn().expect("spawn plimsolld");
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        let st = child.wait().expect("wait");
+        (st.code().unwrap_or(-1), err)
+    }
+}
+
+struct Resp {
+    status: u16,
+    headers: HashMap<String, String>,
+    body: String,
+}
+
+impl Resp {
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+    fn code(&self) -> String {
+        self.json()["code"].as_str().unwrap_or("").to_string()
+    }
+}
+
+fn exchange<S: Read + Write>(mut s: S, raw: &[u8]) -> std::io::Result<Resp> {
+    s.write_all(raw)?;
+    s.flush()?;
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| std::io::Error::other(format!("no response head: {text:?}")))?;
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other("bad status line"))?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Ok(Resp {
+        status,
+        headers,
+        body: body.to_string(),
+    })
+}
+
+fn raw_request(method: &str, path: &str, token: Option<&str>, body: Option<&str>) -> Vec<u8> {
+    let mut r = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    if let Some(t) = token {
+        r.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    }
+    if let Some(b) = body {
+        r.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            b.len()
+        ));
+    }
+    r.push_str("\r\n");
+    let mut out = r.into_bytes();
+    if let Some(b) = body {
+        out.extend_from_slice(b.as_bytes());
+    }
+    out
+}
+
+fn try_call(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&str>,
+) -> std::io::Result<Resp> {
+    let s = TcpStream::connect_timeout(&addr, Duration::from_secs(10))?;
+    s.set_read_timeout(Some(Duration::from_secs(60)))?;
+    exchange(s, &raw_request(method, path, token, body))
+}
+
+fn call(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&str>,
+) -> Resp {
+    try_call(addr, method, path, token, body).expect("HTTP exchange")
+}
+
+fn run(d: &Daemon, token: &str, body: &str) -> Resp {
+    call(d.addr, "POST", "/v1/runs", Some(token), Some(body))
+}
+
+const JS_ONE_PLUS_ONE: &str = r#"{"language": "javascript", "code": "1+1"}"#;
+
+// ------------------------------------------------------------ auth & scope
+
+#[test]
+fn tokens_missing_wrong_and_unscoped_are_refused() {
+    let d = Setup::new(None).start();
+    let r = call(d.addr, "POST", "/v1/runs", None, Some(JS_ONE_PLUS_ONE));
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(r.code(), "unauthorized");
+    assert_eq!(
+        r.headers.get("www-authenticate").map(String::as_str),
+        Some("Bearer")
+    );
+
+    let wrong = "sk-wrong-token-SECRET-4242";
+    let r = run(&d, wrong, JS_ONE_PLUS_ONE);
+    assert_eq!(r.status, 401);
+    assert!(!r.body.contains(wrong), "an error echoed the token");
+
+    let r = run(&d, CAROL, JS_ONE_PLUS_ONE);
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(r.code(), "forbidden");
+
+    let r = run(&d, ALICE, JS_ONE_PLUS_ONE);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["status"], "ok");
+    assert_eq!(r.json()["result"], "2");
+
+    // bob may run, but not with alice's grant profile.
+    let r = run(
+        &d,
+        BOB,
+        r#"{"language": "javascript", "code": "1", "grants": ["orders"]}"#,
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(r.code(), "grant_not_allowed");
+
+    // info needs a token; it shows the caller its own limits.
+    assert_eq!(call(d.addr, "GET", "/v1/info", None, None).status, 401);
+    let r = call(d.addr, "GET", "/v1/info", Some(CAROL), None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let info = r.json();
+    assert_eq!(info["caller"]["id"], "carol");
+    assert_eq!(info["isolation"]["tier"], "process");
+    assert!(
+        info["guests"]["javascript"]
+            .as_str()
+            .is_some_and(|g| g.starts_with("quickjs-wasm:sha256:"))
+    );
+    // Health needs no token.
+    assert_eq!(call(d.addr, "GET", "/healthz", None, None).status, 200);
+    assert_eq!(call(d.addr, "GET", "/readyz", None, None).status, 200);
+}
+
+// ------------------------------------------------------------------ quotas
+
+#[test]
+fn the_rate_limit_answers_429_with_retry_after() {
+    let d = Setup::new(None).clients(r#", "rate_per_min": 3"#).start();
+    for _ in 0..3 {
+        assert_eq!(run(&d, ALICE, JS_ONE_PLUS_ONE).status, 200);
+    }
+    let r = run(&d, ALICE, JS_ONE_PLUS_ONE);
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert_eq!(r.code(), "rate_limited");
+    let retry: u64 = r
+        .headers
+        .get("retry-after")
+        .and_then(|v| v.parse().ok())
+        .expect("Retry-After");
+    assert!((1..=60).contains(&retry), "{retry}");
+    // Another caller's budget is its own.
+    assert_eq!(run(&d, BOB, JS_ONE_PLUS_ONE).status, 200);
+}
+
+const SPIN_1S: &str = r#"{"component": "spin", "limits": {"wall_time_ms": 1500}}"#;
+
+/// Starts a request on another thread; returns once it is in flight.
+fn in_background(
+    addr: SocketAddr,
+    token: &'static str,
+    body: &'static str,
+) -> std::thread::JoinHandle<Resp> {
+    let h = std::thread::spawn(move || call(addr, "POST", "/v1/runs", Some(token), Some(body)));
+    std::thread::sleep(Duration::from_millis(400));
+    h
+}
+
+#[test]
+fn concurrency_caps_shed_instead_of_queueing() {
+    let d = Setup::new(None)
+        .clients(r#", "max_concurrent": 1"#)
+        .set("PLIMSOLL_MAX_INFLIGHT", "2")
+        .start();
+    let first = in_background(d.addr, ALICE, SPIN_1S);
+    // alice's one slot is taken: 429.
+    let r = run(&d, ALICE, JS_ONE_PLUS_ONE);
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert_eq!(r.code(), "concurrency_limit");
+    // bob takes the host's second slot; a third run finds the host full: 503.
+    let second = in_background(d.addr, BOB, SPIN_1S);
+    let r = call(
+        d.addr,
+        "POST",
+        "/v1/runs",
+        Some(ALICE),
+        Some(JS_ONE_PLUS_ONE),
+    );
+    assert!(r.status == 429 || r.status == 503, "{}", r.body);
+    let first = first.join().expect("first");
+    let second = second.join().expect("second");
+    assert_eq!(first.json()["status"], "timeout", "{}", first.body);
+    assert_eq!(second.json()["status"], "timeout", "{}", second.body);
+    // With the slots free again, runs go through.
+    assert_eq!(run(&d, ALICE, JS_ONE_PLUS_ONE).status, 200);
+    let metrics = call(d.metrics.expect("metrics"), "GET", "/metrics", None, None);
+    assert!(
+        metrics
+            .body
+            .contains("plimsoll_shed_requests_total{reason=\"concurrency_limit\"}"),
+        "{}",
+        metrics.body
+    );
+}
+
+#[test]
+fn the_host_wide_cap_sheds_with_503() {
+    let d = Setup::new(None).set("PLIMSOLL_MAX_INFLIGHT", "1").start();
+    let first = in_background(d.addr, ALICE, SPIN_1S);
+    let r = run(&d, BOB, JS_ONE_PLUS_ONE);
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.code(), "busy");
+    assert!(r.headers.contains_key("retry-after"));
+    let _ = first.join();
+}
+
+#[test]
+fn the_daily_allowance_is_spent_and_survives_a_restart() {
+    let setup = Setup::new(None).clients(r#", "cpu_seconds_per_day": 1"#);
+    let env = setup.env.clone();
+    let mut d = setup.start();
+    let r = run(&d, ALICE, SPIN_1S);
+    assert_eq!(r.json()["status"], "timeout", "{}", r.body);
+    let r = run(&d, ALICE, JS_ONE_PLUS_ONE);
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert_eq!(r.code(), "cpu_allowance_exhausted");
+    assert!(r.headers.contains_key("retry-after"));
+    assert!(d.sigterm().success());
+    // Same state directory, new process: still spent.
+    let mut again = Setup::new(None).clients(r#", "cpu_seconds_per_day": 1"#);
+    again.env = env;
+    let d2 = again.start();
+    let r = run(&d2, ALICE, JS_ONE_PLUS_ONE);
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert_eq!(r.code(), "cpu_allowance_exhausted");
+    assert_eq!(run(&d2, BOB, JS_ONE_PLUS_ONE).status, 200);
+}
+
+// ---------------------------------------------------------------- sessions
+
+#[test]
+fn sessions_keep_state_belong_to_their_caller_and_are_capped() {
+    let d = Setup::new(None).clients(r#", "max_sessions": 2"#).start();
+    let open = |token: &str| {
+        call(
+            d.addr,
+            "POST",
+            "/v1/sessions",
+            Some(token),
+            Some(r#"{"language": "javascript"}"#),
+        )
+    };
+    let r = open(ALICE);
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["session_id"].as_str().expect("id").to_string();
+    let path = format!("/v1/sessions/{id}/runs");
+    let r = call(
+        d.addr,
+        "POST",
+        &path,
+        Some(ALICE),
+        Some(r#"{"code": "globalThis.x = 41; 0"}"#),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(
+        d.addr,
+        "POST",
+        &path,
+        Some(ALICE),
+        Some(r#"{"code": "x + 1"}"#),
+    );
+    assert_eq!(r.json()["result"], "42", "{}", r.body);
+
+    // bob cannot use alice's session: it does not exist for him.
+    let r = call(d.addr, "POST", &path, Some(BOB), Some(r#"{"code": "x"}"#));
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert_eq!(r.code(), "unknown_session");
+    let r = call(
+        d.addr,
+        "DELETE",
+        &format!("/v1/sessions/{id}"),
+        Some(BOB),
+        None,
+    );
+    assert_eq!(r.status, 404);
+
+    // The cap: alice has one open, may open one more, not a third.
+    assert_eq!(open(ALICE).status, 201);
+    let r = open(ALICE);
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert_eq!(r.code(), "session_limit");
+    // bob's sessions are his own count.
+    assert_eq!(open(BOB).status, 201);
+
+    // Closing frees a place; the closed id is gone.
+    let r = call(
+        d.addr,
+        "DELETE",
+        &format!("/v1/sessions/{id}"),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!(r.status, 204);
+    assert_eq!(
+        call(d.addr, "POST", &path, Some(ALICE), Some(r#"{"code": "1"}"#)).status,
+        404
+    );
+    assert_eq!(open(ALICE).status, 201);
+    let audit = d.audit();
+    assert!(audit.contains("\"event\":\"session_open\""));
+    assert!(audit.contains("\"event\":\"session_run\""));
+    assert!(audit.contains("\"event\":\"session_close\""));
+}
+
+// ------------------------------------------------------------------- floor
+
+#[test]
+fn the_isolation_floor_refuses_before_anything_runs() {
+    let d = Setup::new(None).start();
+    let r = run(
+        &d,
+        ALICE,
+        r#"{"component": "hello", "minimum_isolation": "kernel"}"#,
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(r.code(), "insufficient_isolation");
+    let run_id = r.json()["run_id"].as_str().expect("run id").to_string();
+    let audit = d.audit();
+    let line = audit
+        .lines()
+        .find(|l| l.contains(&run_id))
+        .expect("the refusal is audited");
+    assert!(line.contains("\"outcome\":\"refused\""), "{line}");
+    assert!(line.contains("\"wall_ms\":0.0"), "{line}");
+
+    // Operator-wide floor.
+    let d = Setup::new(None)
+        .set("SANDBOX_MIN_ISOLATION", "container")
+        .start();
+    let r = run(&d, ALICE, r#"{"component": "hello"}"#);
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(r.code(), "insufficient_isolation");
+}
+
+#[test]
+fn the_disabled_provider_runs_nothing() {
+    let d = Setup::new(None).unset("SANDBOX_PROVIDER").start();
+    let r = run(&d, ALICE, r#"{"component": "hello"}"#);
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.code(), "provider_disabled");
+    assert_eq!(call(d.addr, "GET", "/readyz", None, None).status, 503);
+}
+
+// ----------------------------------------------------- start-up refusals
+
+#[test]
+fn without_a_callers_file_only_insecure_loopback_starts() {
+    let (code, err) = Setup::new(None).unset("PLIMSOLL_CLIENTS_FILE").refused();
+    assert_eq!(code, 78, "{err}");
+    assert!(err.contains("PLIMSOLL_CLIENTS_FILE"), "{err}");
+
+    let (code, err) = Setup::new(None)
+        .unset("PLIMSOLL_CLIENTS_FILE")
+        .set("PLIMSOLL_INSECURE", "1")
+        .set("PLIMSOLL_LISTEN", "0.0.0.0:0")
+        .refused();
+    assert_eq!(code, 78, "{err}");
+    assert!(err.contains("loopback"), "{err}");
+
+    let d = Setup::new(None)
+        .unset("PLIMSOLL_CLIENTS_FILE")
+        .set("PLIMSOLL_INSECURE", "1")
+        .set("PLIMSOLL_LOG", "info")
+        .start();
+    assert!(
+        d.stderr
+            .lock()
+            .map(|s| s.contains("INSECURE MODE"))
+            .unwrap_or(false)
+    );
+    assert_eq!(
+        call(d.addr, "POST", "/v1/runs", None, Some(JS_ONE_PLUS_ONE)).status,
+        200
+    );
+}
+
+#[test]
+fn a_plain_listener_off_loopback_is_refused() {
+    let (code, err) = Setup::new(None)
+        .set("PLIMSOLL_LISTEN", "0.0.0.0:0")
+        .refused();
+    assert_eq!(code, 78, "{err}");
+    assert!(err.contains("no TLS"), "{err}");
+    let (code, err) = Setup::new(None)
+        .set("PLIMSOLL_METRICS_ADDR", "0.0.0.0:0")
+        .refused();
+    assert_eq!(code, 78, "{err}");
+    assert!(err.contains("metrics"), "{err}");
+}
+
+#[test]
+fn an_audit_log_that_cannot_be_written_stops_the_start() {
+    if !Path::new("/dev/full").exists() {
+        eprintln!("SKIP: /dev/full is missing on this machine");
+        return;
+    }
+    let (code, err) = Setup::new(None)
+        .set("PLIMSOLL_AUDIT_LOG", "/dev/full")
+        .refused();
+    assert_eq!(code, 78, "{err}");
+    assert!(err.contains("audit log"), "{err}");
+}
+
+// ---------------------------------------------------------- hardened mode
+
+/// Everything hardened mode asks for that this machine can give: only the
+/// provider (in-process `wasm`) falls short.
+fn hardened() -> Setup {
+    let s = Setup::new(None).clients(
+        r#", "rate_per_min": 600, "max_concurrent": 4, "max_sessions": 2, "cpu_seconds_per_day": 3600"#,
+    );
+    let envelope = serde_json::to_string(&plimsoll::Envelope::default()).expect("json");
+    let env_file = s.file("envelope.json", &envelope);
+    let audit = s.tmp.path().join("state/audit.jsonl").display().to_string();
+    let mut pins = Vec::new();
+    for name in ["python", "javascript", "hello", "spin"] {
+        let bytes = std::fs::read(guests_dir().join(format!("{name}.wasm"))).expect("guest");
+        let family = match name {
+            "python" => "python-wasm",
+            "javascript" => "quickjs-wasm",
+            _ => "component",
+        };
+        pins.push(format!(
+            "{family}:sha256:{}",
+            hex::encode(Sha256::digest(&bytes))
+        ));
+    }
+    s.set("PLIMSOLL_HARDENED", "1")
+        .set("PLIMSOLL_ENVELOPE_FILE", env_file)
+        .set("PLIMSOLL_AUDIT_LOG", audit)
+        .set("PLIMSOLL_GUEST_PINS", pins.join(","))
+}
+
+/// Starts `setup` in hardened mode; returns the unmet condition ids.
+fn hardened_unmet(setup: Setup) -> BTreeSet<String> {
+    let (code, err) = setup.refused();
+    assert_ne!(
+        code, 0,
+        "hardened mode started with the in-process provider: {err}"
+    );
+    assert!(err.contains("hardened mode"), "{err}");
+    let ids = [
+        "isolation",
+        "callers",
+        "insecure",
+        "tls",
+        "pinned_guests",
+        "envelope",
+        "rate_limit",
+        "concurrency",
+        "session_cap",
+        "cpu_allowance",
+        "audit_log",
+    ];
+    ids.iter()
+        .filter(|id| err.contains(&format!("  - {id}:")))
+        .map(|s| s.to_string())
+        .collect()
+}
+
+fn only(ids: &[&str]) -> BTreeSet<String> {
+    ids.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn hardened_isolation_the_in_process_provider_never_satisfies_it() {
+    let (_, err) = hardened().refused();
+    assert!(err.contains("can never satisfy hardened mode"), "{err}");
+    assert_eq!(hardened_unmet(hardened()), only(&["isolation"]));
+}
+
+#[test]
+fn hardened_callers_a_callers_file_is_required() {
+    let s = hardened().unset("PLIMSOLL_CLIENTS_FILE");
+    assert_eq!(hardened_unmet(s), only(&["isolation", "callers"]));
+}
+
+#[test]
+fn hardened_insecure_is_refused() {
+    let s = hardened().set("PLIMSOLL_INSECURE", "1");
+    assert_eq!(hardened_unmet(s), only(&["isolation", "insecure"]));
+}
+
+#[test]
+fn hardened_tls_on_every_non_loopback_listener() {
+    let s = hardened().set("PLIMSOLL_LISTEN", "0.0.0.0:0");
+    assert!(hardened_unmet(s).contains("tls"));
+}
+
+#[test]
+fn hardened_pinned_guests_are_required() {
+    let s = hardened().unset("PLIMSOLL_GUEST_PINS");
+    assert_eq!(hardened_unmet(s), only(&["isolation", "pinned_guests"]));
+    let s = hardened().set(
+        "PLIMSOLL_GUEST_PINS",
+        format!("component:sha256:{}", "0".repeat(64)),
+    );
+    assert_eq!(hardened_unmet(s), only(&["isolation", "pinned_guests"]));
+}
+
+#[test]
+fn hardened_envelope_must_be_explicit() {
+    let s = hardened().unset("PLIMSOLL_ENVELOPE_FILE");
+    assert_eq!(hardened_unmet(s), only(&["isolation", "envelope"]));
+}
+
+#[test]
+fn hardened_rate_limit_per_caller() {
+    let s = hardened()
+        .clients(r#", "max_concurrent": 4, "max_sessions": 2, "cpu_seconds_per_day": 3600"#);
+    assert_eq!(hardened_unmet(s), only(&["isolation", "rate_limit"]));
+}
+
+#[test]
+fn hardened_concurrency_cap_per_caller() {
+    let s = hardened()
+        .clients(r#", "rate_per_min": 60, "max_sessions": 2, "cpu_seconds_per_day": 3600"#);
+    assert_eq!(hardened_unmet(s), only(&["isolation", "concurrency"]));
+}
+
+#[test]
+fn hardened_session_cap_per_caller() {
+    let s = hardened()
+        .clients(r#", "rate_per_min": 60, "max_concurrent": 4, "cpu_seconds_per_day": 3600"#);
+    assert_eq!(hardened_unmet(s), only(&["isolation", "session_cap"]));
+}
+
+#[test]
+fn hardened_cpu_allowance_per_caller() {
+    let s = hardened().clients(r#", "rate_per_min": 60, "max_concurrent": 4, "max_sessions": 2"#);
+    assert_eq!(hardened_unmet(s), only(&["isolation", "cpu_allowance"]));
+}
+
+#[test]
+fn hardened_audit_log_must_be_explicit() {
+    let s = hardened().unset("PLIMSOLL_AUDIT_LOG");
+    assert_eq!(hardened_unmet(s), only(&["isolation", "audit_log"]));
+}
+
+#[test]
+fn hardened_lists_every_unmet_condition_at_once() {
+    let s = hardened()
+        .unset("PLIMSOLL_CLIENTS_FILE")
+        .unset("PLIMSOLL_ENVELOPE_FILE")
+        .unset("PLIMSOLL_GUEST_PINS")
+        .unset("PLIMSOLL_AUDIT_LOG");
+    assert_eq!(
+        hardened_unmet(s),
+        only(&[
+            "isolation",
+            "callers",
+            "pinned_guests",
+            "envelope",
+            "audit_log"
+        ])
+    );
+}
+
+// --------------------------------------------------------------------- TLS
+
+#[test]
+fn tls_handshake_against_a_test_ca() {
+    let ca_key = rcgen::KeyPair::generate().expect("ca key");
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("ca params");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "plimsoll test CA");
+    let ca = ca_params.self_signed(&ca_key).expect("ca");
+    let leaf_key = rcgen::KeyPair::generate().expect("leaf key");
+    let leaf_params =
+        rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("leaf params");
+    let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
+    let leaf = leaf_params.signed_by(&leaf_key, &issuer).expect("leaf");
+
+    let s = Setup::new(None);
+    let cert = s.file("cert.pem", &leaf.pem());
+    let key = s.file("key.pem", &leaf_key.serialize_pem());
+    let d = s
+        .set("PLIMSOLL_TLS_CERT", cert)
+        .set("PLIMSOLL_TLS_KEY", key)
+        .start();
+
+    let tls_call = |roots: rustls::RootCertStore| -> std::io::Result<Resp> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(std::io::Error::other)?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let name =
+            rustls::pki_types::ServerName::try_from("localhost").map_err(std::io::Error::other)?;
+        let conn =
+            rustls::ClientConnection::new(Arc::new(config), name).map_err(std::io::Error::other)?;
+        let sock = TcpStream::connect(d.addr)?;
+        sock.set_read_timeout(Some(Duration::from_secs(30)))?;
+        exchange(
+            rustls::StreamOwned::new(conn, sock),
+            &raw_request("POST", "/v1/runs", Some(ALICE), Some(JS_ONE_PLUS_ONE)),
+        )
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.der().clone()).expect("add CA");
+    let r = tls_call(roots).expect("TLS exchange with the test CA");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["result"], "2");
+
+    // A client that does not trust the CA gets no answer.
+    assert!(tls_call(rustls::RootCertStore::empty()).is_err());
+    // Plain HTTP on the TLS port gets no API answer.
+    let plain = try_call(d.addr, "GET", "/healthz", None, None);
+    assert!(plain.map(|r| r.status != 200).unwrap_or(true));
+}
+
+// -------------------------------------------- metrics, audit: metadata only
+
+#[test]
+fn metrics_and_audit_hold_no_raw_path_query_code_or_secret() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (up, addr) = rt.block_on(upstream::start_upstream());
+    let d = Setup::new(Some(addr)).start();
+    let code = r#"
+        const MARKER = "CODE-MARKER-77aa";
+        const ok = await plimsoll.get("orders", "/v1/orders/RAWPATH-9c9c?q=RAWQUERY-8d8d");
+        let denied = "no";
+        try { await plimsoll.get("orders", "/admin/RAWPATH-DENIED-7e7e"); } catch (e) { denied = e.name; }
+        [ok.status, denied].join(",")
+    "#;
+    let body = serde_json::json!({"language": "javascript", "code": code, "grants": ["orders"]});
+    let r = run(&d, ALICE, &body.to_string());
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["result"], "\"200,Denied\"", "{}", r.body);
+    // The upstream did get the raw path and the credential…
+    let seen = up.seen();
+    assert!(seen.iter().any(|s| s.target.contains("RAWPATH-9c9c")));
+    assert!(
+        seen.iter()
+            .flat_map(|s| s.headers.iter())
+            .any(|(_, v)| v.contains(upstream::STATIC_TOKEN))
+    );
+    // …and none of that is in the metrics or the audit log.
+    let metrics = call(d.metrics.expect("metrics"), "GET", "/metrics", None, None).body;
+    assert!(
+        metrics.contains("route=\"/v1/orders/*\""),
+        "the route template is a label: {metrics}"
+    );
+    assert!(metrics.contains("outcome=\"denied\""), "{metrics}");
+    let audit = d.audit();
+    assert!(
+        audit.contains(&sha(code)),
+        "the audit log has the code's hash"
+    );
+    assert!(audit.contains("\"delivered\":1"), "{audit}");
+    for (what, text) in [("metrics", &metrics), ("audit log", &audit)] {
+        for needle in [
+            "RAWPATH",
+            "RAWQUERY",
+            "CODE-MARKER",
+            upstream::STATIC_TOKEN,
+            upstream::CANARY,
+            ALICE,
+        ] {
+            assert!(!text.contains(needle), "{what} contains {needle}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------- bad input
+
+#[test]
+fn bad_input_gets_a_clear_4xx_and_others_are_unaffected() {
+    let d = Setup::new(None)
+        .set("PLIMSOLL_MAX_BODY_BYTES", "4096")
+        .start();
+    for (body, code) in [
+        ("{", "invalid_json"),
+        ("[1,2]", "invalid_json"),
+        (r#"{"language": 7, "code": "1"}"#, "invalid_json"),
+        (
+            r#"{"language": "javascript", "code": "1", "surprise": true}"#,
+            "invalid_json",
+        ),
+        (r#"{"language": "cobol", "code": "1"}"#, "invalid_json"),
+        (r#"{"language": "javascript"}"#, "invalid_request"),
+        (
+            r#"{"language": "javascript", "code": "1", "limits": {"wall_time_ms": 999999999}}"#,
+            "invalid_limits",
+        ),
+        (r#"{"component": "nope"}"#, "unknown_component"),
+    ] {
+        let r = run(&d, ALICE, body);
+        assert!(
+            (400..500).contains(&r.status),
+            "{body}: {} {}",
+            r.status,
+            r.body
+        );
+        assert_eq!(r.code(), code, "{body}: {}", r.body);
+    }
+    let secret = "sk-in-the-body-SECRET";
+    let r = run(
+        &d,
+        ALICE,
+        &format!(r#"{{"language": "javascript", "code": 5, "x": "{secret}"}}"#),
+    );
+    assert!(!r.body.contains(secret), "{}", r.body);
+    let big = format!(
+        r#"{{"language": "javascript", "code": "{}"}}"#,
+        "1".repeat(10_000)
+    );
+    let r = run(&d, ALICE, &big);
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_eq!(r.code(), "body_too_large");
+    let r = call(d.addr, "GET", "/nowhere", None, None);
+    assert_eq!(r.status, 404);
+    // Wrong content type.
+    let s = TcpStream::connect(d.addr).expect("connect");
+    let raw = format!(
+        "POST /v1/runs HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {ALICE}\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{{}}"
+    );
+    let r = exchange(s, raw.as_bytes()).expect("exchange");
+    assert_eq!(r.status, 415, "{}", r.body);
+    assert_eq!(run(&d, BOB, JS_ONE_PLUS_ONE).status, 200);
+}
+
+#[test]
+fn slowloris_and_connection_floods_do_not_starve_other_callers() {
+    let d = Setup::new(None)
+        .set("PLIMSOLL_HEADER_TIMEOUT_SECS", "1")
+        .start();
+    // 300 idle connections and one that trickles its head.
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        if let Ok(s) = TcpStream::connect(d.addr) {
+            idle.push(s);
+        }
+    }
+    let mut slow = TcpStream::connect(d.addr).expect("connect");
+    slow.write_all(b"POST /v1/runs HTTP/1.1\r\nHost: x\r\n")
+        .expect("partial head");
+    // Meanwhile a well-behaved caller is served at once.
+    let t = Instant::now();
+    let r = run(&d, BOB, JS_ONE_PLUS_ONE);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(t.elapsed() < Duration::from_secs(5));
+    // The trickling connection is cut after the head timeout.
+    std::thread::sleep(Duration::from_millis(2500));
+    slow.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let _ = slow.write_all(b"X-Late: 1\r\n");
+    let mut buf = [0u8; 512];
+    let n = slow.read(&mut buf).unwrap_or(0);
+    let answer = String::from_utf8_lossy(&buf[..n]);
+    assert!(
+        n == 0 || answer.starts_with("HTTP/1.1 408"),
+        "a slow head was not cut: {answer:?}"
+    );
+    drop(idle);
+    assert_eq!(run(&d, BOB, JS_ONE_PLUS_ONE).status, 200);
+}
+
+// --------------------------------------------------------------- lifecycle
+
+#[test]
+fn sigterm_under_load_audits_exactly_the_runs_that_answered() {
+    let mut d = Setup::new(None)
+        .clients(r#", "max_concurrent": 64, "rate_per_min": 100000"#)
+        .start();
+    let addr = d.addr;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let answered = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mut workers = Vec::new();
+    for i in 0..6 {
+        let stop = stop.clone();
+        let answered = answered.clone();
+        let token = if i % 2 == 0 { ALICE } else { BOB };
+        workers.push(std::thread::spawn(move || {
+            let body =
+                r#"{"language": "javascript", "code": "let i = 0; while (i < 200000) i++; i"}"#;
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match try_call(addr, "POST", "/v1/runs", Some(token), Some(body)) {
+                    Ok(r) => {
+                        if let Some(id) = serde_json::from_str::<serde_json::Value>(&r.body)
+                            .ok()
+                            .and_then(|v| v["run_id"].as_str().map(str::to_owned))
+                        {
+                            if let Ok(mut a) = answered.lock() {
+                                a.push(id);
+                            }
+                            n += 1;
+                        }
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+            n
+        }));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = d.sigterm();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let total: usize = workers.into_iter().map(|w| w.join().unwrap_or(0)).sum();
+    assert!(
+        status.success(),
+        "the daemon did not exit cleanly: {status:?}"
+    );
+    assert!(total > 5, "too little load to mean anything: {total} runs");
+    let audit = d.audit();
+    let audited: BTreeSet<String> = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == "run")
+        .filter_map(|v| v["run_id"].as_str().map(str::to_owned))
+        .collect();
+    let answered: BTreeSet<String> = answered
+        .lock()
+        .map(|a| a.iter().cloned().collect())
+        .unwrap_or_default();
+    let missing: Vec<_> = answered.difference(&audited).collect();
+    let extra: Vec<_> = audited.difference(&answered).collect();
+    assert!(
+        missing.is_empty(),
+        "answered without an audit line: {missing:?}"
+    );
+    assert!(extra.is_empty(), "audited but never answered: {extra:?}");
+    assert!(
+        audit
+            .lines()
+            .last()
+            .is_some_and(|l| l.contains("daemon_stop"))
+    );
+}
+
+// ------------------------------------------------------------------ OpenAPI
+
+#[test]
+fn the_openapi_document_in_docs_is_current() {
+    let out = Command::new(env!("CARGO_BIN_EXE_plimsolld"))
+        .arg("--openapi")
+        .output()
+        .expect("plimsolld --openapi");
+    assert!(out.status.success());
+    let generated = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let doc: serde_json::Value = serde_json::from_str(&generated).expect("JSON");
+    assert!(doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.")));
+    for p in [
+        "/v1/runs",
+        "/v1/sessions",
+        "/v1/sessions/{id}/runs",
+        "/v1/sessions/{id}",
+        "/v1/info",
+    ] {
+        assert!(doc["paths"][p].is_object(), "{p} is missing");
+    }
+    assert!(doc["components"]["schemas"]["RunRequest"].is_object());
+    let file = repo().join("docs/openapi.json");
+    let kept = std::fs::read_to_string(&file).unwrap_or_default();
+    assert_eq!(
+        kept.trim(),
+        generated,
+        "docs/openapi.json is stale: regenerate it with `make openapi`"
+    );
+}
