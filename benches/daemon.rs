@@ -179,6 +179,97 @@ fn main() {
     let state = std::env::var_os("PLIMSOLL_BENCH_STATE_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| tmp.path().join("state"));
+    let (mut always, addr_always) = start_daemon(&state.join("always"), &cache, &js, "always");
+    let (mut batch, addr_batch) = start_daemon(&state.join("batch"), &cache, &js, "batch");
+
+    let sandbox = Arc::new(
+        Sandbox::new(SandboxConfig {
+            provider: ProviderKind::Wasm,
+            interpreters: vec![(Language::Javascript, js.clone())],
+            runtime: RuntimeConfig {
+                cache_dir: Some(cache.clone()),
+                workspace_dir: tmp.path().join("work"),
+                ..RuntimeConfig::default()
+            },
+            ..SandboxConfig::default()
+        })
+        .expect("sandbox"),
+    );
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    // Warm every path.
+    let _ = over_http(addr_always, 1, Duration::from_millis(300));
+    let _ = over_http(addr_batch, 1, Duration::from_millis(300));
+    let _ = in_library(&rt, &sandbox, 1, Duration::from_millis(300));
+
+    println!(
+        "JavaScript 1+1, {} s per cell; audit log on {} (`always`: fdatasync before each answer; `batch`: within 100 ms)",
+        secs.as_secs(),
+        state.display()
+    );
+    println!(
+        "| clients | library runs/s | library p50 / p99 | daemon `always` runs/s | p50 / p99 | daemon `batch` runs/s | p50 / p99 | p50 added (`always` / `batch`) |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let row = |clients: usize, lib: &Stats, a: &Stats, b: &Stats| {
+        println!(
+            "| {clients} | {:.0} | {:.0} / {:.0} µs | {:.0} | {:.0} / {:.0} µs | {:.0} | {:.0} / {:.0} µs | {:+.0} / {:+.0} µs |",
+            lib.runs_per_sec,
+            lib.p50_us,
+            lib.p99_us,
+            a.runs_per_sec,
+            a.p50_us,
+            a.p99_us,
+            b.runs_per_sec,
+            b.p50_us,
+            b.p99_us,
+            a.p50_us - lib.p50_us,
+            b.p50_us - lib.p50_us
+        );
+    };
+    // One client: the three paths interleaved call by call, so that all
+    // three see the same machine (this VM's speed drifts by tens of percent
+    // over seconds).
+    {
+        let req = RunRequest::code(Language::Javascript, "1+1");
+        let (mut ca, mut cb) = (Conn::open(addr_always), Conn::open(addr_batch));
+        let (mut l, mut a, mut b) = (Vec::new(), Vec::new(), Vec::new());
+        let t0 = Instant::now();
+        while t0.elapsed() < secs * 3 {
+            let t = Instant::now();
+            let r = rt.block_on(sandbox.run_as("bench", &req));
+            assert_eq!(r.status, plimsoll::Status::Ok);
+            l.push(t.elapsed());
+            let t = Instant::now();
+            assert_eq!(ca.post(), 200);
+            a.push(t.elapsed());
+            let t = Instant::now();
+            assert_eq!(cb.post(), 200);
+            b.push(t.elapsed());
+        }
+        let wall = t0.elapsed() / 3;
+        row(1, &stats(l, wall), &stats(a, wall), &stats(b, wall));
+    }
+    for clients in [8usize, 64] {
+        let lib = in_library(&rt, &sandbox, clients, secs);
+        let a = over_http(addr_always, clients, secs);
+        let b = over_http(addr_batch, clients, secs);
+        row(clients, &lib, &a, &b);
+    }
+    for child in [&mut always, &mut batch] {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let _ = child.wait();
+    }
+}
+
+fn start_daemon(
+    state: &Path,
+    cache: &Path,
+    js: &Path,
+    sync: &str,
+) -> (std::process::Child, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_plimsolld"))
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -186,13 +277,10 @@ fn main() {
         .env("PLIMSOLL_INSECURE", "1")
         .env("PLIMSOLL_LISTEN", "127.0.0.1:0")
         .env("PLIMSOLL_METRICS_ADDR", "off")
-        .env("PLIMSOLL_STATE_DIR", &state)
-        .env("PLIMSOLL_CACHE_DIR", &cache)
-        .env("PLIMSOLL_JAVASCRIPT_COMPONENT", &js)
-        .env(
-            "PLIMSOLL_PYTHON_COMPONENT",
-            guests_dir().join("python.wasm"),
-        )
+        .env("PLIMSOLL_STATE_DIR", state)
+        .env("PLIMSOLL_CACHE_DIR", cache)
+        .env("PLIMSOLL_AUDIT_SYNC", sync)
+        .env("PLIMSOLL_JAVASCRIPT_COMPONENT", js)
         .env("PLIMSOLL_LOG", "error")
         .stderr(Stdio::piped())
         .spawn()
@@ -213,51 +301,5 @@ fn main() {
         }
     };
     std::thread::spawn(move || for _ in lines {});
-
-    let sandbox = Arc::new(
-        Sandbox::new(SandboxConfig {
-            provider: ProviderKind::Wasm,
-            interpreters: vec![(Language::Javascript, js.clone())],
-            runtime: RuntimeConfig {
-                cache_dir: Some(cache.clone()),
-                workspace_dir: tmp.path().join("work"),
-                ..RuntimeConfig::default()
-            },
-            ..SandboxConfig::default()
-        })
-        .expect("sandbox"),
-    );
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    // Warm both paths.
-    let _ = over_http(addr, 1, Duration::from_millis(300));
-    let _ = in_library(&rt, &sandbox, 1, Duration::from_millis(300));
-
-    println!(
-        "JavaScript 1+1, {} s per row; state dir {}",
-        secs.as_secs(),
-        state.display()
-    );
-    println!(
-        "| clients | library runs/s | library p50 | library p99 | daemon runs/s | daemon p50 | daemon p99 | daemon − library p50 |"
-    );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for clients in [1usize, 8, 64] {
-        let lib = in_library(&rt, &sandbox, clients, secs);
-        let http = over_http(addr, clients, secs);
-        println!(
-            "| {clients} | {:.0} | {:.0} µs | {:.0} µs | {:.0} | {:.0} µs | {:.0} µs | {:+.0} µs |",
-            lib.runs_per_sec,
-            lib.p50_us,
-            lib.p99_us,
-            http.runs_per_sec,
-            http.p50_us,
-            http.p99_us,
-            http.p50_us - lib.p50_us
-        );
-    }
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
-    let _ = child.wait();
+    (child, addr)
 }

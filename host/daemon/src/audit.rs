@@ -8,6 +8,12 @@
 //! durable line. If a write or a sync fails the log marks itself unhealthy
 //! and the daemon refuses further runs: it never runs unaudited.
 //!
+//! With `PLIMSOLL_AUDIT_SYNC=batch` the writer acknowledges a record once
+//! it is written (in the kernel's page cache: it survives a crash of the
+//! daemon) and syncs at most [`BATCH_SYNC`] later; a crash of the whole
+//! machine can then lose the last [`BATCH_SYNC`] of records. The default,
+//! `always`, syncs before acknowledging.
+//!
 //! Records hold metadata only: sizes and a hash of the code, never the code,
 //! a body, a path the guest chose, or a credential.
 
@@ -23,6 +29,29 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 /// Records waiting for the writer; more are refused (the daemon answers
 /// 503) rather than queued without bound.
 const QUEUE: usize = 8192;
+
+/// How long `batch` mode may leave written records unsynced.
+pub const BATCH_SYNC: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// When a record counts as durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    /// `fdatasync` before the answer (the default).
+    Always,
+    /// `write` before the answer, `fdatasync` within [`BATCH_SYNC`].
+    Batch,
+}
+
+impl std::str::FromStr for SyncMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "always" => Ok(SyncMode::Always),
+            "batch" => Ok(SyncMode::Batch),
+            _ => Err("expected `always` or `batch`".into()),
+        }
+    }
+}
 
 /// One line of the audit log.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -106,7 +135,7 @@ pub struct AuditLog {
 impl AuditLog {
     /// Opens (creating, mode 0600) `path` for appending and proves it
     /// writable by appending a `daemon_start` record and syncing it.
-    pub fn open(path: &Path, start: AuditRecord) -> std::io::Result<AuditLog> {
+    pub fn open(path: &Path, start: AuditRecord, mode: SyncMode) -> std::io::Result<AuditLog> {
         use std::os::unix::fs::OpenOptionsExt;
         if let Some(parent) = path.parent()
             && !parent.as_os_str().is_empty()
@@ -127,7 +156,7 @@ impl AuditLog {
         let h = healthy.clone();
         let thread = std::thread::Builder::new()
             .name("plimsolld-audit".into())
-            .spawn(move || writer(file, rx, h))?;
+            .spawn(move || writer(file, rx, h, mode))?;
         Ok(AuditLog {
             tx,
             healthy,
@@ -177,10 +206,23 @@ impl AuditLog {
     }
 }
 
-fn writer(mut file: File, rx: Receiver<Msg>, healthy: Arc<AtomicBool>) {
+fn writer(mut file: File, rx: Receiver<Msg>, healthy: Arc<AtomicBool>, mode: SyncMode) {
     let mut stop = false;
+    let mut unsynced = false;
     while !stop {
-        let Ok(first) = rx.recv() else { break };
+        let first = match rx.recv_timeout(BATCH_SYNC) {
+            Ok(m) => m,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if unsynced {
+                    unsynced = false;
+                    if file.sync_data().is_err() {
+                        healthy.store(false, Ordering::Release);
+                    }
+                }
+                continue;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        };
         let mut batch = Vec::new();
         let mut msg = Some(first);
         // Take everything already waiting: one sync covers the lot.
@@ -194,15 +236,15 @@ fn writer(mut file: File, rx: Receiver<Msg>, healthy: Arc<AtomicBool>) {
             }
             msg = rx.try_recv().ok();
         }
-        if batch.is_empty() {
-            continue;
-        }
+        let sync_now = mode == SyncMode::Always || stop;
         let ok = healthy.load(Ordering::Acquire) && {
             let mut buf = Vec::with_capacity(batch.iter().map(|(l, _)| l.len()).sum());
             for (l, _) in &batch {
                 buf.extend_from_slice(l);
             }
-            file.write_all(&buf).is_ok() && file.sync_data().is_ok()
+            let written = file.write_all(&buf).is_ok();
+            unsynced |= written && !buf.is_empty();
+            written && (!sync_now || !std::mem::take(&mut unsynced) || file.sync_data().is_ok())
         };
         if !ok {
             healthy.store(false, Ordering::Release);
@@ -211,6 +253,9 @@ fn writer(mut file: File, rx: Receiver<Msg>, healthy: Arc<AtomicBool>) {
         for (_, ack) in batch {
             let _ = ack.send(ok);
         }
+    }
+    if unsynced {
+        let _ = file.sync_data();
     }
 }
 
@@ -226,7 +271,7 @@ mod tests {
             event: "daemon_start",
             ..AuditRecord::default()
         };
-        let log = AuditLog::open(&path, start).expect("open");
+        let log = AuditLog::open(&path, start, SyncMode::Always).expect("open");
         let rec = AuditRecord {
             event: "run",
             run_id: Some("r1".into()),
@@ -248,7 +293,11 @@ mod tests {
             eprintln!("SKIP: /dev/full is missing on this machine");
             return;
         }
-        let r = AuditLog::open(Path::new("/dev/full"), AuditRecord::default());
+        let r = AuditLog::open(
+            Path::new("/dev/full"),
+            AuditRecord::default(),
+            SyncMode::Always,
+        );
         assert!(r.is_err());
     }
 }

@@ -27,6 +27,9 @@ pub const INSECURE_ENV: &str = "PLIMSOLL_INSECURE";
 pub const HARDENED_ENV: &str = "PLIMSOLL_HARDENED";
 /// The audit log (JSON lines, appended).
 pub const AUDIT_LOG_ENV: &str = "PLIMSOLL_AUDIT_LOG";
+/// `always` (default): each audit record is synced before the answer;
+/// `batch`: written before the answer, synced within 100 ms.
+pub const AUDIT_SYNC_ENV: &str = "PLIMSOLL_AUDIT_SYNC";
 /// A directory of components registered by file stem (`hello.wasm` →
 /// `hello`).
 pub const COMPONENTS_DIR_ENV: &str = "PLIMSOLL_COMPONENTS_DIR";
@@ -64,6 +67,8 @@ pub struct DaemonConfig {
     pub hardened: bool,
     /// The audit log.
     pub audit_log: PathBuf,
+    /// When an audit record counts as durable.
+    pub audit_sync: crate::audit::SyncMode,
     /// Whether `PLIMSOLL_AUDIT_LOG` named it (rather than the default).
     pub explicit_audit_log: bool,
     /// The state directory (quota counters, component cache).
@@ -189,6 +194,13 @@ impl DaemonConfig {
             hardened: flag(HARDENED_ENV)?,
             audit_log,
             explicit_audit_log,
+            audit_sync: match var(AUDIT_SYNC_ENV)? {
+                None => crate::audit::SyncMode::Always,
+                Some(v) => v.parse().map_err(|message| DaemonConfigError::Invalid {
+                    name: AUDIT_SYNC_ENV,
+                    message,
+                })?,
+            },
             state_dir,
             components_dir: var(COMPONENTS_DIR_ENV)?.map(PathBuf::from),
             guest_pins,

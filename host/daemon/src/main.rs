@@ -231,7 +231,7 @@ async fn run() -> ExitCode {
         outcome: "ok".into(),
         ..AuditRecord::default()
     };
-    let audit = match AuditLog::open(&cfg.audit_log, start) {
+    let audit = match AuditLog::open(&cfg.audit_log, start, cfg.audit_sync) {
         Ok(a) => a,
         Err(e) => {
             return refuse(&[format!(
