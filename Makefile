@@ -43,7 +43,7 @@ $(GUESTS_OUT)/python.wasm: guests/python/app.py guests/python/plimsoll.py guests
 	guests/python/build.sh
 
 build: setup
-	$(CARGO) build --release -p plimsoll
+	$(CARGO) build --release -p plimsoll -p plimsolld
 
 ## A real run of agent code: the example guests under the in-process
 ## wasmtime provider, one of them hostile.
