@@ -17,9 +17,15 @@ export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
 
 .PHONY: bench-daemon openapi setup guests example-guests python-guest javascript-guest build demo test lint bench bench-peers clean
 
-## Toolchain pieces the project needs (idempotent).
+APT := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
+
+## Toolchain pieces the project needs (idempotent): the wasm32-wasip2
+## target, and bubblewrap for the `wasm+bwrap` provider and its tests.
 setup:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+	@command -v bwrap >/dev/null 2>&1 || { echo "== installing bubblewrap"; \
+		DEBIAN_FRONTEND=noninteractive $(APT) update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq bubblewrap; }
 
 ## Every guest: the example and hostile guests, and the interpreters.
 guests: example-guests python-guest javascript-guest

@@ -71,8 +71,24 @@ pub struct RunBroker {
     inner: Arc<Mutex<RunInner>>,
 }
 
+/// Where a worker's broker calls go: across the boundary to the
+/// supervisor, which holds the grants and credentials.
+pub trait RemoteLink: Send + Sync + std::fmt::Debug {
+    /// Makes the call on the supervisor's side.
+    fn call<'a>(
+        &'a self,
+        api: &'a str,
+        req: Request,
+    ) -> crate::provider::BoxFuture<'a, Result<Response, CallError>>;
+}
+
 #[derive(Debug)]
 struct RunInner {
+    /// Set in a worker: every call is forwarded, nothing is checked or
+    /// traced here (the supervisor does both).
+    remote: Option<Arc<dyn RemoteLink>>,
+    /// The run's grant origins, for routing `wasi:http` in a worker.
+    remote_origins: Vec<crate::worker::protocol::GrantOrigin>,
     grants: GrantSet,
     calls_left: u64,
     per_grant_used: HashMap<String, u64>,
@@ -111,6 +127,8 @@ impl RunBroker {
         RunBroker {
             broker,
             inner: Arc::new(Mutex::new(RunInner {
+                remote: None,
+                remote_origins: Vec::new(),
                 grants,
                 calls_left: env.broker_calls,
                 per_grant_used: HashMap::new(),
@@ -121,6 +139,24 @@ impl RunBroker {
                 trace: CallTrace::default(),
             })),
         }
+    }
+
+    /// A worker's broker: calls cross to the supervisor through `link`;
+    /// `origins` route `wasi:http` requests to grant names.
+    pub fn remote(
+        broker: Arc<Broker>,
+        link: Arc<dyn RemoteLink>,
+        origins: Vec<crate::worker::protocol::GrantOrigin>,
+        env: &Envelope,
+        deadline: Instant,
+    ) -> Self {
+        let rb = RunBroker::new(broker, GrantSet::empty(), env, deadline);
+        {
+            let mut inner = rb.lock();
+            inner.remote = Some(link);
+            inner.remote_origins = origins;
+        }
+        rb
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, RunInner> {
@@ -136,6 +172,15 @@ impl RunBroker {
     /// if there is exactly one (the `wasi:http` gate routes by origin).
     pub fn grant_for_origin(&self, scheme: &str, authority: &str) -> Option<String> {
         let inner = self.lock();
+        if inner.remote.is_some() {
+            let mut found = inner.remote_origins.iter().filter(|o| {
+                o.scheme.eq_ignore_ascii_case(scheme) && o.authority.eq_ignore_ascii_case(authority)
+            });
+            return match (found.next(), found.next()) {
+                (Some(one), None) => Some(one.name.clone()),
+                _ => None,
+            };
+        }
         let mut found = inner.grants.names().filter(|n| {
             inner.grants.get(n).is_some_and(|g| {
                 g.profile.origin.scheme.eq_ignore_ascii_case(scheme)
@@ -164,6 +209,10 @@ impl RunBroker {
 
     /// Handles one call from the guest: checks it, sends it, traces it.
     pub async fn call(&self, api: &str, req: Request) -> Result<Response, CallError> {
+        let remote = self.lock().remote.clone();
+        if let Some(link) = remote {
+            return link.call(api, req).await;
+        }
         let started = Instant::now();
         let method = Method::parse(&req.method);
         let mut rec = CallRecord {

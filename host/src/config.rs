@@ -169,7 +169,25 @@ impl SandboxConfig {
             _ => crate::envelope::Envelope::default(),
         };
         let state = default_state_dir();
+        let mut workers = crate::provider::WorkerConfig {
+            image_dir: Some(state.join("worker-images")),
+            ..Default::default()
+        };
+        if let Some(v) = var("PLIMSOLL_WORKER_BIN")? {
+            workers.worker_bin = Some(PathBuf::from(v));
+        }
+        if let Some(v) = var("PLIMSOLL_WORKER_POOL")? {
+            workers.warm = v.trim().parse().map_err(|_| ConfigError::Number {
+                name: "PLIMSOLL_WORKER_POOL",
+            })?;
+        }
+        if let Some(v) = var("PLIMSOLL_WORKER_MAX")? {
+            workers.max = v.trim().parse().map_err(|_| ConfigError::Number {
+                name: "PLIMSOLL_WORKER_MAX",
+            })?;
+        }
         Ok(SandboxConfig {
+            workers,
             envelope,
             sessions,
             provider,

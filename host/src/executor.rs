@@ -46,6 +46,27 @@ pub(crate) fn prepare(
     env: &Envelope,
     grants: GrantSet,
 ) -> Result<Prepared, ErrorInfo> {
+    prepare_with(rt, req, env, BrokerSide::Local(grants))
+}
+
+/// Where a run's broker calls are checked and made.
+pub(crate) enum BrokerSide {
+    /// Here, with these grants.
+    Local(GrantSet),
+    /// In the supervisor, across the worker protocol.
+    Remote {
+        link: Arc<dyn crate::broker::RemoteLink>,
+        origins: Vec<crate::worker::protocol::GrantOrigin>,
+    },
+}
+
+/// [`prepare`] with the broker on `side`.
+pub(crate) fn prepare_with(
+    rt: &Runtime,
+    req: &RunRequest,
+    env: &Envelope,
+    side: BrokerSide,
+) -> Result<Prepared, ErrorInfo> {
     if req
         .code
         .as_ref()
@@ -92,7 +113,12 @@ pub(crate) fn prepare(
     wasi.initial_cwd("/work");
 
     let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms);
-    let broker = RunBroker::new(rt.broker().clone(), grants, env, deadline);
+    let broker = match side {
+        BrokerSide::Local(grants) => RunBroker::new(rt.broker().clone(), grants, env, deadline),
+        BrokerSide::Remote { link, origins } => {
+            RunBroker::remote(rt.broker().clone(), link, origins, env, deadline)
+        }
+    };
     let mut table = ResourceTable::new();
     table.set_max_capacity(MAX_RESOURCES);
     let state = RunState {
@@ -381,8 +407,31 @@ pub(crate) async fn execute(
     isolation: Isolation,
     run_id: String,
 ) -> RunResult {
+    execute_with(
+        rt,
+        guest,
+        req,
+        env,
+        BrokerSide::Local(grants),
+        isolation,
+        run_id,
+    )
+    .await
+}
+
+/// [`execute`] with the broker on `side` (a worker's runs use the remote
+/// side).
+pub(crate) async fn execute_with(
+    rt: &Runtime,
+    guest: &Guest,
+    req: &RunRequest,
+    env: &Envelope,
+    side: BrokerSide,
+    isolation: Isolation,
+    run_id: String,
+) -> RunResult {
     let started = Instant::now();
-    let mut prepared = match prepare(rt, req, env, grants) {
+    let mut prepared = match prepare_with(rt, req, env, side) {
         Ok(p) => p,
         Err(e) => {
             let mut r = RunResult::refused(run_id, isolation, &e.code, e.message);

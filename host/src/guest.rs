@@ -23,6 +23,7 @@ pub(crate) enum GuestPre {
 }
 
 struct GuestInner {
+    component: Component,
     identity: String,
     content_hash: String,
     kind: GuestKind,
@@ -70,6 +71,7 @@ impl Guest {
         };
         Ok(Guest {
             inner: Arc::new(GuestInner {
+                component: component.clone(),
                 identity: format!("{family}:sha256:{content_hash}"),
                 content_hash,
                 kind,
@@ -91,6 +93,19 @@ impl Guest {
     /// The world it implements.
     pub fn kind(&self) -> GuestKind {
         self.inner.kind
+    }
+
+    /// The identity's family (`component`, `python-wasm`, …).
+    pub fn family(&self) -> &str {
+        self.inner
+            .identity
+            .split(":sha256:")
+            .next()
+            .unwrap_or("component")
+    }
+
+    pub(crate) fn component(&self) -> &Component {
+        &self.inner.component
     }
 
     pub(crate) fn pre(&self) -> &GuestPre {

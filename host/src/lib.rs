@@ -45,7 +45,9 @@ pub mod state;
 pub mod tier;
 pub mod trace;
 pub mod upstream;
+pub mod worker;
 pub mod workspace;
+pub mod wrapper;
 
 pub use blob::Blob;
 pub use engine::EngineOptions;

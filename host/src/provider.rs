@@ -213,3 +213,198 @@ impl Provider for WasmProvider {
         ))
     }
 }
+
+/// How a wrapped provider finds and sizes its workers.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// `plimsoll-worker` (`PLIMSOLL_WORKER_BIN`; default: next to the
+    /// running executable).
+    pub worker_bin: Option<std::path::PathBuf>,
+    /// Idle workers kept warm (`PLIMSOLL_WORKER_POOL`).
+    pub warm: usize,
+    /// Workers alive at once (`PLIMSOLL_WORKER_MAX`).
+    pub max: usize,
+    /// Where guest images for workers are written (default
+    /// `<state>/worker-images`).
+    pub image_dir: Option<std::path::PathBuf>,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            worker_bin: None,
+            warm: 2,
+            max: 16,
+            image_dir: None,
+        }
+    }
+}
+
+impl WorkerConfig {
+    /// The worker binary to use.
+    pub fn resolve_bin(&self) -> Result<std::path::PathBuf, String> {
+        if let Some(p) = &self.worker_bin {
+            return Ok(p.clone());
+        }
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut dirs = Vec::new();
+        if let Some(d) = exe.parent() {
+            dirs.push(d.to_path_buf());
+            // Test and bench executables live one level down, in deps/.
+            if let Some(up) = d.parent() {
+                dirs.push(up.to_path_buf());
+            }
+        }
+        dirs.into_iter()
+            .map(|d| d.join("plimsoll-worker"))
+            .find(|p| p.is_file())
+            .ok_or_else(|| {
+                "plimsoll-worker was not found next to this executable; set PLIMSOLL_WORKER_BIN"
+                    .into()
+            })
+    }
+}
+
+/// Runs guests in `plimsoll-worker` processes inside a wrapper
+/// (`wasm+bwrap`). Its tier is the wrapper's only if the start-up smoke
+/// test passed; otherwise it refuses every run.
+pub struct WrappedProvider {
+    name: &'static str,
+    pool: std::sync::Arc<crate::worker::pool::Pool>,
+    /// The runtime that owns the workers' pipes; dropped on a plain thread.
+    rt: std::sync::Mutex<Option<tokio::runtime::Runtime>>,
+}
+
+impl Drop for WrappedProvider {
+    fn drop(&mut self) {
+        let rt = self.rt.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(rt) = rt {
+            // Dropping a runtime inside another one panics; a thread of its
+            // own is always allowed to.
+            let _ = std::thread::spawn(move || drop(rt)).join();
+        }
+    }
+}
+
+impl WrappedProvider {
+    /// Starts the pool: writes guest images, starts a worker, runs the
+    /// smoke test. Blocks until that is done (it may be called from inside
+    /// an async runtime).
+    pub fn start(
+        kind: ProviderKind,
+        runtime: Runtime,
+        config: &WorkerConfig,
+        image_dir: std::path::PathBuf,
+        workspace_bytes: u64,
+        guests: Vec<Guest>,
+    ) -> Result<WrappedProvider, String> {
+        let wrapper: std::sync::Arc<dyn crate::wrapper::Wrapper> = match kind {
+            ProviderKind::WasmBwrap => std::sync::Arc::new(
+                crate::wrapper::bwrap::Bwrap::detect().map_err(|e| e.to_string())?,
+            ),
+            ProviderKind::WasmGvisor => {
+                return Err(crate::wrapper::gvisor::unavailable().to_string());
+            }
+            other => return Err(format!("{other} has no worker wrapper in this build")),
+        };
+        let uid = crate::wrapper::guest_uid().map_err(|e| e.to_string())?;
+        let worker_bin = config.resolve_bin()?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("plimsoll-workers")
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let handle = rt.handle().clone();
+        let pool_config = crate::worker::pool::PoolConfig {
+            worker_bin,
+            image_dir,
+            warm: config.warm,
+            max: config.max.max(1),
+            workspace_bytes,
+        };
+        let name = kind.as_str();
+        let started = std::thread::spawn(move || {
+            handle.block_on(crate::worker::pool::Pool::start(
+                wrapper,
+                runtime,
+                pool_config,
+                uid,
+                name,
+                &guests,
+            ))
+        })
+        .join()
+        .map_err(|_| "the worker pool's start-up panicked".to_string())?;
+        let pool = match started {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = std::thread::spawn(move || drop(rt)).join();
+                return Err(format!("{name}: {e}"));
+            }
+        };
+        Ok(WrappedProvider {
+            name,
+            pool,
+            rt: std::sync::Mutex::new(Some(rt)),
+        })
+    }
+
+    /// The pool (tests use it to find worker pids).
+    pub fn pool(&self) -> &std::sync::Arc<crate::worker::pool::Pool> {
+        &self.pool
+    }
+}
+
+impl Provider for WrappedProvider {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn isolation(&self) -> Isolation {
+        self.pool.isolation()
+    }
+
+    fn run<'a>(
+        &'a self,
+        guest: &'a Guest,
+        req: &'a RunRequest,
+        env: &'a Envelope,
+        grants: GrantSet,
+        run_id: String,
+    ) -> BoxFuture<'a, RunResult> {
+        let pool = self.pool.clone();
+        let guest = guest.clone();
+        let req = req.clone();
+        let env = *env;
+        let handle = self
+            .rt
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|rt| rt.handle().clone());
+        Box::pin(async move {
+            let iso = pool.isolation();
+            let Some(handle) = handle else {
+                return RunResult::refused(
+                    run_id,
+                    iso,
+                    "worker_unavailable",
+                    "the worker pool is shut down",
+                );
+            };
+            let id = run_id.clone();
+            let task = handle.spawn(async move {
+                crate::worker::pool::Pool::run(&pool, &guest, &req, &env, grants, run_id).await
+            });
+            match task.await {
+                Ok(r) => r,
+                Err(_) => {
+                    let mut r = RunResult::refused(id, iso, "worker_lost", "the run's task failed");
+                    r.status = crate::run::Status::WorkerLost;
+                    r
+                }
+            }
+        })
+    }
+}

@@ -158,11 +158,14 @@ pub enum Status {
     /// Nothing ran: the provider, the isolation floor, the request or the
     /// host refused it. `error.code` says which.
     Refused,
+    /// The worker running the guest (behind a wrapper) died, hung or broke
+    /// the protocol; only this run is lost.
+    WorkerLost,
 }
 
 impl Status {
     /// Every status, for metrics and summaries.
-    pub const ALL: [Status; 9] = [
+    pub const ALL: [Status; 10] = [
         Status::Ok,
         Status::Error,
         Status::Timeout,
@@ -172,6 +175,7 @@ impl Status {
         Status::DiskExhausted,
         Status::Trap,
         Status::Refused,
+        Status::WorkerLost,
     ];
 
     /// The stable snake_case name.
@@ -186,6 +190,7 @@ impl Status {
             Status::DiskExhausted => "disk_exhausted",
             Status::Trap => "trap",
             Status::Refused => "refused",
+            Status::WorkerLost => "worker_lost",
         }
     }
 }

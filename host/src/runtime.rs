@@ -127,6 +127,53 @@ impl Runtime {
         Guest::link(&self.inner.linker, &component, hash, family)
     }
 
+    /// Loads a precompiled image that this host's supervisor wrote (a
+    /// worker's guests). Never call this with a file a caller supplied:
+    /// precompiled images are native code.
+    pub fn load_trusted_image(
+        &self,
+        path: &Path,
+        hash: &str,
+        family: &str,
+    ) -> Result<Guest, LoadError> {
+        // SAFETY: the supervisor wrote this file from `Component::serialize`
+        // for an engine with the same settings, and the worker's file system
+        // holds it read-only; deserialisation also checks the engine's
+        // compatibility and refuses a mismatch.
+        let c = unsafe {
+            wasmtime::component::Component::deserialize_file(self.engine().engine(), path)
+        }
+        .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
+        Guest::link(&self.inner.linker, &c, hash.to_owned(), family)
+    }
+
+    /// Writes `guest`'s precompiled image into `dir` (mode 0644, named by
+    /// content hash and engine digest) unless it is there; returns its file
+    /// name.
+    pub fn write_image(&self, guest: &Guest, dir: &Path) -> std::io::Result<String> {
+        use std::io::Write;
+        use std::os::unix::fs::PermissionsExt;
+        let name = format!(
+            "{}-{}.cwasm",
+            guest.content_hash(),
+            self.engine().compatibility_digest()
+        );
+        let path = dir.join(&name);
+        if path.is_file() {
+            return Ok(name);
+        }
+        let bytes = guest
+            .component()
+            .serialize()
+            .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        tmp.write_all(&bytes)?;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        tmp.persist(&path).map_err(|e| e.error)?;
+        Ok(name)
+    }
+
     /// Where workspaces are created.
     pub fn workspace_dir(&self) -> &Path {
         &self.inner.workspace_dir

@@ -42,6 +42,8 @@ pub struct SandboxConfig {
     pub interpreters: Vec<(Language, PathBuf)>,
     /// Limits on sessions.
     pub sessions: SessionLimits,
+    /// Workers of the wrapped providers.
+    pub workers: crate::provider::WorkerConfig,
 }
 
 impl Default for SandboxConfig {
@@ -54,6 +56,7 @@ impl Default for SandboxConfig {
             grants: GrantProfiles::empty(),
             interpreters: Vec::new(),
             sessions: SessionLimits::default(),
+            workers: crate::provider::WorkerConfig::default(),
         }
     }
 }
@@ -69,8 +72,10 @@ pub enum SandboxError {
         "the envelope allows {envelope} bytes of memory but the engine's pool slots hold {engine}; raise the engine's max_memory_bytes"
     )]
     PoolTooSmall { envelope: u64, engine: u64 },
-    #[error("provider {0} is not available in this build; use `wasm` or `disabled`")]
+    #[error("provider {0} is not available in this build; use `wasm`, `wasm+bwrap` or `disabled`")]
     ProviderUnavailable(ProviderKind),
+    #[error("provider {provider} cannot start: {why}")]
+    Wrapper { provider: ProviderKind, why: String },
     #[error("the {language} interpreter component {path}: {source}")]
     Interpreter {
         language: &'static str,
@@ -123,6 +128,27 @@ impl Sandbox {
         let provider: Arc<dyn Provider> = match config.provider {
             ProviderKind::Disabled => Arc::new(DisabledProvider),
             ProviderKind::Wasm => Arc::new(WasmProvider::new(runtime.clone())),
+            kind @ ProviderKind::WasmBwrap => {
+                let image_dir =
+                    config.workers.image_dir.clone().unwrap_or_else(|| {
+                        crate::config::default_state_dir().join("worker-images")
+                    });
+                let guests: Vec<Guest> = interpreters.values().cloned().collect();
+                Arc::new(
+                    crate::provider::WrappedProvider::start(
+                        kind,
+                        runtime.clone(),
+                        &config.workers,
+                        image_dir,
+                        config.envelope.workspace_bytes.saturating_mul(2),
+                        guests,
+                    )
+                    .map_err(|why| SandboxError::Wrapper {
+                        provider: kind,
+                        why,
+                    })?,
+                )
+            }
             other => return Err(SandboxError::ProviderUnavailable(other)),
         };
         Ok(Sandbox {
@@ -419,6 +445,15 @@ impl Sandbox {
             return Err(ErrorInfo {
                 code: "provider_disabled".into(),
                 message: crate::provider::DISABLED_MESSAGE.into(),
+            });
+        }
+        if iso.wrapper.is_some() {
+            return Err(ErrorInfo {
+                code: "sessions_unavailable".into(),
+                message: format!(
+                    "sessions keep an instance alive in this process, so only the `wasm` provider offers them; provider {} runs one worker per run",
+                    iso.provider
+                ),
             });
         }
         if let Some(floor) = req.minimum_isolation.max(self.min_isolation)

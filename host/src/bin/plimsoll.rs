@@ -17,6 +17,7 @@ const EXIT_MEMORY: u8 = 137;
 const EXIT_OUTPUT: u8 = 141;
 const EXIT_CPU: u8 = 152;
 const EXIT_DISK: u8 = 153;
+const EXIT_WORKER_LOST: u8 = 154;
 
 #[derive(Parser)]
 #[command(
@@ -400,6 +401,7 @@ fn exit_code(r: &RunResult) -> u8 {
         Status::DiskExhausted => EXIT_DISK,
         Status::Trap => EXIT_TRAP,
         Status::Refused => EXIT_REFUSED,
+        Status::WorkerLost => EXIT_WORKER_LOST,
     }
 }
 

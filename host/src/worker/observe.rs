@@ -1,0 +1,308 @@
+//! The smoke test: what a worker observes of its own boundary, from inside
+//! it, and how the supervisor judges that against what a wrapper promises.
+//!
+//! The observation is made by the worker process itself — the process that
+//! will run guests — so it sees what a guest escaping the engine would see.
+//! It is this daemon's observation, not a third party's attestation.
+
+use crate::tier::EvidenceCheck;
+use serde::{Deserialize, Serialize};
+
+/// Paths the worker tries to write; only the workspace root may succeed.
+pub const WRITE_PROBES: &[&str] = &[
+    "/", "/tmp", "/etc", "/usr", "/root", "/guests", "/dev/shm", "/var/tmp",
+];
+
+/// The workspace root inside every wrapper.
+pub const WORK_ROOT: &str = "/work";
+
+/// What a worker saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Observation {
+    pub uid: u32,
+    pub gid: u32,
+    /// Names of the environment variables (never their values).
+    pub env_vars: Vec<String>,
+    /// Network interfaces (from `/proc/net/dev`, else `/sys/class/net`).
+    pub net_interfaces: Vec<String>,
+    /// Whether the interface list could be read at all.
+    pub net_readable: bool,
+    /// Paths from [`WRITE_PROBES`] (and the workspace root) that accepted a
+    /// new file.
+    pub writable: Vec<String>,
+    /// Whether the workspace root accepted a new file.
+    pub work_writable: bool,
+    /// `Seccomp:` of `/proc/self/status` (2 = filter), if present.
+    pub seccomp: Option<u32>,
+    /// `NoNewPrivs:` of `/proc/self/status`.
+    pub no_new_privs: Option<u32>,
+    /// `CapEff:` of `/proc/self/status`, hex.
+    pub cap_eff: Option<String>,
+    /// Our pid (1 or small in a fresh pid namespace).
+    pub pid: u32,
+    /// Processes visible in `/proc`.
+    pub visible_pids: usize,
+    /// `uname -srv`.
+    pub kernel: String,
+    /// RLIMIT_NOFILE and RLIMIT_FSIZE soft limits (`None` = unlimited).
+    pub nofile: Option<u64>,
+    pub fsize: Option<u64>,
+    /// Whether `/etc/passwd` of the host can be read.
+    pub host_passwd_readable: bool,
+}
+
+fn status_field(status: &str, name: &str) -> Option<String> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .map(|v| v.trim().to_owned())
+}
+
+fn rlimit(resource: libc::__rlimit_resource_t) -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    if unsafe { libc::getrlimit(resource, &mut r) } != 0 || r.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    Some(r.rlim_cur)
+}
+
+fn can_create_in(dir: &str) -> bool {
+    let p = std::path::Path::new(dir).join(format!(".plimsoll-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&p)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&p);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// Observes this process's boundary.
+pub fn observe() -> Observation {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let mut net = Vec::new();
+    let mut net_readable = false;
+    if let Ok(dev) = std::fs::read_to_string("/proc/net/dev") {
+        net_readable = true;
+        for line in dev.lines().skip(2) {
+            if let Some((name, _)) = line.split_once(':') {
+                net.push(name.trim().to_owned());
+            }
+        }
+    } else if let Ok(rd) = std::fs::read_dir("/sys/class/net") {
+        net_readable = true;
+        net.extend(rd.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned())));
+    }
+    net.sort();
+    let writable = WRITE_PROBES
+        .iter()
+        .filter(|d| can_create_in(d))
+        .map(|d| d.to_string())
+        .collect();
+    let visible_pids = std::fs::read_dir("/proc")
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .bytes()
+                        .all(|b| b.is_ascii_digit())
+                })
+                .count()
+        })
+        .unwrap_or(0);
+    // SAFETY: uname writes into the struct we own.
+    let kernel = unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) == 0 {
+            let f = |s: &[libc::c_char]| {
+                std::ffi::CStr::from_ptr(s.as_ptr())
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            format!("{} {} {}", f(&u.sysname), f(&u.release), f(&u.version))
+        } else {
+            String::new()
+        }
+    };
+    Observation {
+        // SAFETY: getuid/getgid/getpid cannot fail.
+        uid: unsafe { libc::getuid() },
+        gid: unsafe { libc::getgid() },
+        env_vars: std::env::vars_os()
+            .map(|(k, _)| k.to_string_lossy().chars().take(64).collect())
+            .collect(),
+        net_interfaces: net,
+        net_readable,
+        writable,
+        work_writable: can_create_in(WORK_ROOT),
+        seccomp: status_field(&status, "Seccomp:").and_then(|v| v.parse().ok()),
+        no_new_privs: status_field(&status, "NoNewPrivs:").and_then(|v| v.parse().ok()),
+        cap_eff: status_field(&status, "CapEff:"),
+        pid: std::process::id(),
+        visible_pids,
+        kernel,
+        nofile: rlimit(libc::RLIMIT_NOFILE),
+        fsize: rlimit(libc::RLIMIT_FSIZE),
+        host_passwd_readable: std::fs::read_to_string("/etc/passwd")
+            .is_ok_and(|s| s.contains("root:")),
+    }
+}
+
+/// What a wrapper promises, to judge an observation against.
+#[derive(Debug, Clone)]
+pub struct Expectations {
+    /// The uid the worker must run as.
+    pub uid: u32,
+    /// Whether a seccomp filter must be in force (bwrap installs ours;
+    /// gVisor's own kernel is the boundary there).
+    pub seccomp: bool,
+    /// The host's own `uname -srv`; a user-space kernel must differ.
+    pub host_kernel: Option<String>,
+}
+
+/// Judges `o`: one check per property, each with what was observed.
+pub fn judge(o: &Observation, want: &Expectations) -> Vec<EvidenceCheck> {
+    let mut checks = Vec::new();
+    let mut check = |name: &str, passed: bool, observed: String| {
+        checks.push(EvidenceCheck {
+            name: name.into(),
+            passed,
+            observed,
+        })
+    };
+    let only_lo = o.net_interfaces.iter().all(|n| n == "lo");
+    check(
+        "network_interfaces",
+        only_lo,
+        if o.net_interfaces.is_empty() {
+            if o.net_readable {
+                "none".into()
+            } else {
+                "none visible (no /proc/net/dev, no /sys/class/net)".into()
+            }
+        } else {
+            o.net_interfaces.join(", ")
+        },
+    );
+    check(
+        "writable_paths",
+        o.writable.is_empty() && o.work_writable,
+        format!(
+            "workspace {}; outside it: {}",
+            if o.work_writable {
+                "writable"
+            } else {
+                "NOT writable"
+            },
+            if o.writable.is_empty() {
+                "none".to_string()
+            } else {
+                o.writable.join(", ")
+            }
+        ),
+    );
+    // bubblewrap always sets PWD to the working directory it chdir'd to;
+    // nothing of the host's environment may be there.
+    check(
+        "environment",
+        o.env_vars.iter().all(|k| k == "PWD"),
+        if o.env_vars.is_empty() {
+            "empty".into()
+        } else {
+            format!("only {}", o.env_vars.join(", "))
+        },
+    );
+    check(
+        "uid",
+        o.uid == want.uid && o.gid == want.uid,
+        format!("uid {} gid {}", o.uid, o.gid),
+    );
+    check(
+        "capabilities",
+        o.cap_eff
+            .as_deref()
+            .is_none_or(|c| c.trim_start_matches('0').is_empty()),
+        format!("CapEff {}", o.cap_eff.as_deref().unwrap_or("not reported")),
+    );
+    check(
+        "pid_namespace",
+        o.visible_pids <= 8,
+        format!("pid {}, {} processes visible", o.pid, o.visible_pids),
+    );
+    check(
+        "host_files",
+        !o.host_passwd_readable,
+        if o.host_passwd_readable {
+            "the host's /etc/passwd is readable".into()
+        } else {
+            "no host /etc/passwd".into()
+        },
+    );
+    if want.seccomp {
+        check(
+            "seccomp",
+            o.seccomp == Some(2) && o.no_new_privs == Some(1),
+            format!(
+                "Seccomp {} NoNewPrivs {}",
+                o.seccomp
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                o.no_new_privs
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "-".into())
+            ),
+        );
+    }
+    if let Some(host) = &want.host_kernel {
+        check(
+            "kernel",
+            &o.kernel != host,
+            format!("worker sees `{}`; host runs `{host}`", o.kernel),
+        );
+    }
+    check(
+        "limits",
+        o.nofile.is_some_and(|n| n <= 4096),
+        format!(
+            "RLIMIT_NOFILE {}, RLIMIT_FSIZE {}",
+            o.nofile
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "unlimited".into()),
+            o.fsize
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "unlimited".into())
+        ),
+    );
+    checks
+}
+
+/// The host's `uname -srv`, for comparison with a worker's.
+pub fn host_kernel() -> String {
+    observe_kernel()
+}
+
+fn observe_kernel() -> String {
+    // SAFETY: uname writes into the struct we own.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return String::new();
+        }
+        let f = |s: &[libc::c_char]| {
+            std::ffi::CStr::from_ptr(s.as_ptr())
+                .to_string_lossy()
+                .into_owned()
+        };
+        format!("{} {} {}", f(&u.sysname), f(&u.release), f(&u.version))
+    }
+}

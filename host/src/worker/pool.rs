@@ -1,0 +1,624 @@
+//! The supervisor's side of the worker split: a warm pool of workers, each
+//! started inside a wrapper, checked by the smoke test, used for exactly one
+//! run and then discarded.
+//!
+//! A worker that dies, hangs past the run's wall time, or sends a frame that
+//! is malformed, oversized or out of turn fails only its own run, with
+//! status `worker_lost`; the pool starts another. Nothing a worker reports
+//! is trusted: its result's isolation, guest, run id and CallTrace are
+//! replaced with the supervisor's, and its outputs are re-capped.
+
+use crate::broker::RunBroker;
+use crate::envelope::Envelope;
+use crate::grant::GrantSet;
+use crate::guest::Guest;
+use crate::run::{ErrorInfo, RunRequest, RunResult, Status};
+use crate::runtime::Runtime;
+use crate::tier::{Evidence, EvidenceCheck, Isolation};
+use crate::worker::observe::{Observation, judge};
+use crate::worker::protocol::{
+    FrameError, FromWorker, GrantOrigin, GuestImage, PROTOCOL_VERSION, ToWorker, WorkerEngine,
+    read_async, write_async,
+};
+use crate::wrapper::{Launch, Wrapper, WrapperError};
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+
+/// How long a worker may take to start and load its guests.
+pub const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// Extra time past the run's wall time before a silent worker is killed.
+pub const HANG_GRACE: Duration = Duration::from_secs(2);
+
+/// Pool settings.
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    /// `plimsoll-worker` on the host.
+    pub worker_bin: PathBuf,
+    /// Where guest images are written for workers (mode 0755).
+    pub image_dir: PathBuf,
+    /// Idle workers kept warm (`PLIMSOLL_WORKER_POOL`).
+    pub warm: usize,
+    /// Workers alive at once, busy or idle (`PLIMSOLL_WORKER_MAX`); past it
+    /// runs are refused with `worker_pool_exhausted`.
+    pub max: usize,
+    /// The worker's tmpfs size.
+    pub workspace_bytes: u64,
+}
+
+/// Why a worker could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error(transparent)]
+    Wrapper(#[from] WrapperError),
+    #[error("could not start the worker: {0}")]
+    Spawn(String),
+    #[error("the worker did not start within {0:?}")]
+    StartTimeout(Duration),
+    #[error("the worker answered protocol {found}, not {PROTOCOL_VERSION}")]
+    Version { found: u32 },
+    #[error("the worker failed: {0}")]
+    Failed(String),
+    #[error("the worker broke the protocol: {0}")]
+    Protocol(String),
+    #[error("the worker hung past the run's wall time")]
+    Hung,
+}
+
+impl From<FrameError> for WorkerError {
+    fn from(e: FrameError) -> Self {
+        WorkerError::Protocol(e.to_string())
+    }
+}
+
+/// One started worker.
+pub struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    cleanup: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+        if let Some(c) = self.cleanup.take() {
+            c();
+        }
+    }
+}
+
+impl Worker {
+    /// The worker's process id (for tests that kill it).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    async fn spawn(
+        wrapper: &dyn Wrapper,
+        launch: &Launch,
+        engine: WorkerEngine,
+        guests: Vec<GuestImage>,
+    ) -> Result<Worker, WorkerError> {
+        let prepared = wrapper.prepare(launch)?;
+        let mut command = prepared.command;
+        let mut child = command
+            .spawn()
+            .map_err(|e| WorkerError::Spawn(e.to_string()))?;
+        drop(prepared.keep);
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(WorkerError::Spawn("no pipes to the worker".into()));
+        };
+        let mut w = Worker {
+            child,
+            stdin,
+            stdout,
+            cleanup: prepared.cleanup,
+        };
+        let hello = ToWorker::Hello {
+            protocol: PROTOCOL_VERSION,
+            engine,
+            guests,
+        };
+        let ready = tokio::time::timeout(START_TIMEOUT, async {
+            write_async(&mut w.stdin, &hello).await?;
+            read_async::<FromWorker>(&mut w.stdout).await
+        })
+        .await
+        .map_err(|_| WorkerError::StartTimeout(START_TIMEOUT))??;
+        match ready {
+            FromWorker::Ready { protocol, .. } if protocol == PROTOCOL_VERSION => Ok(w),
+            FromWorker::Ready { protocol, .. } => Err(WorkerError::Version { found: protocol }),
+            FromWorker::Failed { message } => Err(WorkerError::Failed(clip(&message))),
+            _ => Err(WorkerError::Protocol("expected Ready".into())),
+        }
+    }
+
+    async fn observe(&mut self) -> Result<Observation, WorkerError> {
+        write_async(&mut self.stdin, &ToWorker::Observe).await?;
+        match tokio::time::timeout(START_TIMEOUT, read_async::<FromWorker>(&mut self.stdout))
+            .await
+            .map_err(|_| WorkerError::Hung)??
+        {
+            FromWorker::Observed { observation } => Ok(observation),
+            FromWorker::Failed { message } => Err(WorkerError::Failed(clip(&message))),
+            _ => Err(WorkerError::Protocol("expected Observed".into())),
+        }
+    }
+
+    /// Runs one request; the worker is consumed.
+    #[allow(clippy::too_many_arguments)]
+    async fn run(
+        mut self,
+        run_id: String,
+        guest: GuestImage,
+        req: &RunRequest,
+        env: &Envelope,
+        grants: Vec<GrantOrigin>,
+        broker: RunBroker,
+    ) -> Result<RunResult, WorkerError> {
+        let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms) + HANG_GRACE;
+        write_async(
+            &mut self.stdin,
+            &ToWorker::Run {
+                run_id,
+                guest,
+                request: req.clone(),
+                envelope: *env,
+                grants,
+            },
+        )
+        .await?;
+        loop {
+            let frame = tokio::time::timeout_at(
+                tokio::time::Instant::from_std(deadline),
+                read_async::<FromWorker>(&mut self.stdout),
+            )
+            .await
+            .map_err(|_| WorkerError::Hung)??;
+            match frame {
+                FromWorker::BrokerCall { seq, api, request } => {
+                    let result = broker
+                        .call(&api, request.into())
+                        .await
+                        .map(Into::into)
+                        .map_err(Into::into);
+                    write_async(&mut self.stdin, &ToWorker::BrokerReply { seq, result }).await?;
+                }
+                FromWorker::Done { result } => return Ok(result),
+                FromWorker::Failed { message } => return Err(WorkerError::Failed(clip(&message))),
+                _ => {
+                    return Err(WorkerError::Protocol(
+                        "unexpected frame during a run".into(),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn clip(s: &str) -> String {
+    s.chars().take(300).collect()
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// A warm pool of workers behind one wrapper.
+pub struct Pool {
+    wrapper: Arc<dyn Wrapper>,
+    runtime: Runtime,
+    config: PoolConfig,
+    launch: Launch,
+    engine: WorkerEngine,
+    idle: Mutex<VecDeque<Worker>>,
+    /// Workers alive (idle, busy or starting).
+    alive: AtomicUsize,
+    /// Workers being started for the warm set.
+    starting: AtomicUsize,
+    /// The runtime that owns every worker's pipes and child handles.
+    handle: tokio::runtime::Handle,
+    images: Mutex<HashMap<String, GuestImage>>,
+    isolation: Isolation,
+    verified: bool,
+}
+
+/// Counts a live worker until dropped.
+struct AliveGuard(Arc<Pool>);
+impl Drop for AliveGuard {
+    fn drop(&mut self) {
+        self.0.alive.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Pool {
+    /// Starts a pool: writes the images of `guests`, starts one worker,
+    /// runs the smoke test in it, and judges the evidence. A pool whose
+    /// smoke test failed refuses every run.
+    pub async fn start(
+        wrapper: Arc<dyn Wrapper>,
+        runtime: Runtime,
+        config: PoolConfig,
+        uid: u32,
+        provider: &str,
+        guests: &[Guest],
+    ) -> Result<Arc<Pool>, WorkerError> {
+        create_image_dir(&config.image_dir)
+            .map_err(|e| WorkerError::Spawn(format!("image dir: {e}")))?;
+        let libs = crate::wrapper::shared_libraries(&config.worker_bin)?;
+        let launch = Launch {
+            worker_bin: config.worker_bin.clone(),
+            libs,
+            image_dir: config.image_dir.clone(),
+            workspace_bytes: config.workspace_bytes,
+            uid,
+        };
+        let opts = runtime.engine().options();
+        let engine = WorkerEngine {
+            fuel: opts.fuel,
+            max_memory_bytes: opts.max_memory_bytes,
+            max_wasm_stack: opts.max_wasm_stack as u64,
+        };
+        let mut images = HashMap::new();
+        for g in guests {
+            let name = runtime
+                .write_image(g, &config.image_dir)
+                .map_err(|e| WorkerError::Spawn(format!("guest image: {e}")))?;
+            images.insert(
+                g.identity().to_owned(),
+                GuestImage {
+                    path: format!("/guests/{name}"),
+                    hash: g.content_hash().to_owned(),
+                    family: g.family().to_owned(),
+                },
+            );
+        }
+        let mut probe = Worker::spawn(
+            wrapper.as_ref(),
+            &launch,
+            engine,
+            images.values().cloned().collect(),
+        )
+        .await?;
+        let observation = probe.observe().await?;
+        drop(probe);
+        let mut checks = vec![EvidenceCheck {
+            name: "wrapper".into(),
+            passed: true,
+            observed: wrapper.version(),
+        }];
+        checks.extend(judge(&observation, &wrapper.expectations(uid)));
+        let verified = checks.iter().all(|c| c.passed);
+        let failed: Vec<&str> = checks
+            .iter()
+            .filter(|c| !c.passed)
+            .map(|c| c.name.as_str())
+            .collect();
+        let isolation = Isolation {
+            tier: if verified {
+                wrapper.tier()
+            } else {
+                crate::tier::Tier::Process
+            },
+            provider: provider.to_owned(),
+            wrapper: Some(wrapper.name().to_owned()),
+            evidence: Evidence {
+                observed_at_unix: now_unix(),
+                summary: if verified {
+                    format!(
+                        "smoke test passed inside {} (this daemon's observation, not an attestation); one worker per run",
+                        wrapper.version()
+                    )
+                } else {
+                    format!(
+                        "smoke test FAILED inside {} ({}): every run is refused",
+                        wrapper.version(),
+                        failed.join(", ")
+                    )
+                },
+                checks,
+            },
+        };
+        let pool = Arc::new(Pool {
+            wrapper,
+            runtime,
+            config,
+            launch,
+            engine,
+            idle: Mutex::new(VecDeque::new()),
+            alive: AtomicUsize::new(0),
+            starting: AtomicUsize::new(0),
+            handle: tokio::runtime::Handle::current(),
+            images: Mutex::new(images),
+            isolation,
+            verified,
+        });
+        if verified {
+            Pool::refill(&pool);
+        }
+        Ok(pool)
+    }
+
+    /// The isolation runs get (the evidence of the start-up smoke test).
+    pub fn isolation(&self) -> Isolation {
+        self.isolation.clone()
+    }
+
+    /// Whether the smoke test passed.
+    pub fn verified(&self) -> bool {
+        self.verified
+    }
+
+    /// Idle workers right now.
+    pub fn idle(&self) -> usize {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    fn guest_images(&self) -> Vec<GuestImage> {
+        self.images
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Starts workers in the background until `warm` are idle or
+    /// starting.
+    fn refill(pool: &Arc<Pool>) {
+        loop {
+            let idle = pool.idle();
+            let starting = pool.starting.load(Ordering::Acquire);
+            if idle + starting >= pool.config.warm {
+                return;
+            }
+            let alive = pool.alive.load(Ordering::Acquire);
+            if alive >= pool.config.max {
+                return;
+            }
+            if pool
+                .alive
+                .compare_exchange(alive, alive + 1, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                continue;
+            }
+            pool.starting.fetch_add(1, Ordering::AcqRel);
+            let p = pool.clone();
+            pool.handle.spawn(async move {
+                let guard = AliveGuard(p.clone());
+                let started =
+                    Worker::spawn(p.wrapper.as_ref(), &p.launch, p.engine, p.guest_images()).await;
+                p.starting.fetch_sub(1, Ordering::AcqRel);
+                match started {
+                    Ok(w) => {
+                        // The idle worker keeps its place in `alive`.
+                        std::mem::forget(guard);
+                        p.idle
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push_back(w);
+                    }
+                    Err(e) => {
+                        tracing::warn!("a {} worker failed to start: {e}", p.wrapper.name());
+                        drop(guard);
+                    }
+                }
+            });
+        }
+    }
+
+    async fn take(pool: &Arc<Pool>) -> Result<(Worker, AliveGuard), ErrorInfo> {
+        let idle = pool
+            .idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front();
+        if let Some(w) = idle {
+            Pool::refill(pool);
+            return Ok((w, AliveGuard(pool.clone())));
+        }
+        // None warm. If one is starting and the cap is reached, wait for
+        // it rather than refuse (it is milliseconds away).
+        let waited = Instant::now();
+        while pool.alive.load(Ordering::Acquire) >= pool.config.max
+            && pool.starting.load(Ordering::Acquire) > 0
+            && waited.elapsed() < START_TIMEOUT
+        {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            let idle = pool
+                .idle
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop_front();
+            if let Some(w) = idle {
+                Pool::refill(pool);
+                return Ok((w, AliveGuard(pool.clone())));
+            }
+        }
+        // Start one now if the cap allows.
+        let alive = pool.alive.fetch_add(1, Ordering::AcqRel);
+        let guard = AliveGuard(pool.clone());
+        if alive >= pool.config.max {
+            return Err(ErrorInfo {
+                code: "worker_pool_exhausted".into(),
+                message: format!(
+                    "all {} {} workers are busy; try again shortly",
+                    pool.config.max,
+                    pool.wrapper.name()
+                ),
+            });
+        }
+        let w = Worker::spawn(
+            pool.wrapper.as_ref(),
+            &pool.launch,
+            pool.engine,
+            pool.guest_images(),
+        )
+        .await
+        .map_err(|e| ErrorInfo {
+            code: "worker_unavailable".into(),
+            message: format!("could not start a {} worker: {e}", pool.wrapper.name()),
+        })?;
+        Pool::refill(pool);
+        Ok((w, guard))
+    }
+
+    fn image_for(&self, guest: &Guest) -> Result<GuestImage, ErrorInfo> {
+        if let Some(img) = self
+            .images
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(guest.identity())
+        {
+            return Ok(img.clone());
+        }
+        let name = self
+            .runtime
+            .write_image(guest, &self.config.image_dir)
+            .map_err(|e| ErrorInfo {
+                code: "worker_unavailable".into(),
+                message: format!("could not write the guest's image for workers: {e}"),
+            })?;
+        let img = GuestImage {
+            path: format!("/guests/{name}"),
+            hash: guest.content_hash().to_owned(),
+            family: guest.family().to_owned(),
+        };
+        self.images
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(guest.identity().to_owned(), img.clone());
+        Ok(img)
+    }
+
+    /// Runs `req` on a worker.
+    pub async fn run(
+        pool: &Arc<Pool>,
+        guest: &Guest,
+        req: &RunRequest,
+        env: &Envelope,
+        grants: GrantSet,
+        run_id: String,
+    ) -> RunResult {
+        let iso = pool.isolation();
+        let refuse = |code: &str, message: String| {
+            let mut r = RunResult::refused(run_id.clone(), iso.clone(), code, message);
+            r.guest = Some(guest.identity().to_owned());
+            r
+        };
+        if !pool.verified {
+            return refuse(
+                "isolation_unverified",
+                format!(
+                    "the {} smoke test failed at start, so this provider runs nothing: {}",
+                    pool.wrapper.name(),
+                    iso.evidence.summary
+                ),
+            );
+        }
+        let image = match pool.image_for(guest) {
+            Ok(i) => i,
+            Err(e) => return refuse(&e.code, e.message),
+        };
+        let started = Instant::now();
+        let (worker, _alive) = match Pool::take(pool).await {
+            Ok(w) => w,
+            Err(e) => return refuse(&e.code, e.message),
+        };
+        let origins: Vec<GrantOrigin> = grants
+            .names()
+            .filter_map(|n| {
+                grants.get(n).map(|g| GrantOrigin {
+                    name: n.to_owned(),
+                    scheme: g.profile.origin.scheme.clone(),
+                    authority: g.profile.origin.authority.clone(),
+                })
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms);
+        let broker = RunBroker::new(pool.runtime.broker().clone(), grants, env, deadline);
+        let outcome = worker
+            .run(run_id.clone(), image, req, env, origins, broker.clone())
+            .await;
+        let mut r = match outcome {
+            Ok(r) => r,
+            Err(e) => {
+                let mut r = RunResult::refused(
+                    run_id.clone(),
+                    iso.clone(),
+                    "worker_lost",
+                    clip(&e.to_string()),
+                );
+                r.status = Status::WorkerLost;
+                r
+            }
+        };
+        sanitize(&mut r, env);
+        r.run_id = run_id;
+        r.isolation = iso;
+        r.guest = Some(guest.identity().to_owned());
+        r.calls = broker.trace();
+        r.session_id = None;
+        r.session_closed = false;
+        r.usage.wall_ms = started.elapsed().as_secs_f64() * 1e3;
+        r
+    }
+}
+
+/// Re-caps what a worker reported: its outputs and artifacts must fit the
+/// envelope whatever it claims.
+fn sanitize(r: &mut RunResult, env: &Envelope) {
+    fn cap(s: &mut String, max: u64, flag: &mut bool) {
+        let max = usize::try_from(max).unwrap_or(usize::MAX);
+        if s.len() > max {
+            let mut cut = max;
+            while cut > 0 && !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            s.truncate(cut);
+            *flag = true;
+        }
+    }
+    cap(&mut r.stdout, env.stdout_bytes, &mut r.stdout_truncated);
+    cap(&mut r.stderr, env.stderr_bytes, &mut r.stderr_truncated);
+    if let Some(v) = &mut r.result {
+        cap(v, env.result_bytes, &mut r.result_truncated);
+    }
+    let mut total = 0u64;
+    let max_files = usize::try_from(env.artifact_files).unwrap_or(usize::MAX);
+    if r.artifacts.len() > max_files {
+        r.artifacts.truncate(max_files);
+        r.artifacts_truncated = true;
+    }
+    r.artifacts.retain(|a| {
+        total = total.saturating_add(a.content.len() as u64);
+        total <= env.artifact_bytes
+    });
+    r.stdout_bytes = r.stdout.as_bytes().to_vec();
+    r.stderr_bytes = r.stderr.as_bytes().to_vec();
+}
+
+fn create_image_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    std::fs::create_dir_all(dir)?;
+    let md = std::fs::symlink_metadata(dir)?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !md.is_dir() || md.uid() != me {
+        return Err(std::io::Error::other(format!(
+            "{} must be a directory owned by this user",
+            dir.display()
+        )));
+    }
+    // Workers (another uid inside their boundary) read the images; only
+    // this user writes them.
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
+}

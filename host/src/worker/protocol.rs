@@ -1,0 +1,334 @@
+//! The supervisor ⇄ worker protocol.
+//!
+//! A frame is a 4-byte big-endian length followed by that many bytes of
+//! JSON. Frames are capped at [`MAX_FRAME`]; a longer one, or one that does
+//! not parse, ends the conversation (the worker is then treated as lost).
+//! The first frame each way carries [`PROTOCOL_VERSION`]; a worker that
+//! answers with another version is refused.
+//!
+//! Nothing a worker sends is trusted: after running hostile code it may be
+//! compromised. The supervisor replaces the isolation, the guest identity,
+//! the run id and the CallTrace in a worker's result with its own, and
+//! re-checks every size against the envelope.
+
+use crate::bindings::broker::{CallError, Request, Response};
+use crate::blob::Blob;
+use crate::envelope::Envelope;
+use crate::run::{RunRequest, RunResult};
+use crate::worker::observe::Observation;
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+
+/// The protocol's version; both sides must agree exactly.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The largest frame either side accepts: a result can carry 16 MiB of
+/// artifacts and two 1 MiB outputs by default, base64-inflated.
+pub const MAX_FRAME: usize = 96 << 20;
+
+/// A guest the worker may be asked to run: a precompiled image the
+/// supervisor wrote (read-only to the worker).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuestImage {
+    /// The path of the `.cwasm` file inside the worker's file system.
+    pub path: String,
+    /// The component's content hash.
+    pub hash: String,
+    /// The identity family (`component`, `python-wasm`, `quickjs-wasm`).
+    pub family: String,
+}
+
+/// One of the run's grants, as the worker may know it: its name and origin
+/// (for routing `wasi:http` requests). Never a credential.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrantOrigin {
+    pub name: String,
+    pub scheme: String,
+    pub authority: String,
+}
+
+/// Engine settings the worker must use (the images were compiled for them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerEngine {
+    pub fuel: bool,
+    pub max_memory_bytes: u64,
+    pub max_wasm_stack: u64,
+}
+
+/// A broker request crossing the boundary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireRequest {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Blob,
+}
+
+/// A broker response crossing the boundary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Blob,
+}
+
+/// A broker error crossing the boundary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireCallError {
+    Denied(String),
+    BudgetExhausted,
+    RequestTooLarge,
+    ResponseTooLarge,
+    Timeout,
+    Upstream(String),
+}
+
+impl From<Request> for WireRequest {
+    fn from(r: Request) -> Self {
+        WireRequest {
+            method: r.method,
+            path: r.path,
+            headers: r.headers,
+            body: Blob(r.body),
+        }
+    }
+}
+
+impl From<WireRequest> for Request {
+    fn from(r: WireRequest) -> Self {
+        Request {
+            method: r.method,
+            path: r.path,
+            headers: r.headers,
+            body: r.body.0,
+        }
+    }
+}
+
+impl From<Response> for WireResponse {
+    fn from(r: Response) -> Self {
+        WireResponse {
+            status: r.status,
+            headers: r.headers,
+            body: Blob(r.body),
+        }
+    }
+}
+
+impl From<WireResponse> for Response {
+    fn from(r: WireResponse) -> Self {
+        Response {
+            status: r.status,
+            headers: r.headers,
+            body: r.body.0,
+        }
+    }
+}
+
+impl From<CallError> for WireCallError {
+    fn from(e: CallError) -> Self {
+        match e {
+            CallError::Denied(s) => WireCallError::Denied(s),
+            CallError::BudgetExhausted => WireCallError::BudgetExhausted,
+            CallError::RequestTooLarge => WireCallError::RequestTooLarge,
+            CallError::ResponseTooLarge => WireCallError::ResponseTooLarge,
+            CallError::Timeout => WireCallError::Timeout,
+            CallError::Upstream(s) => WireCallError::Upstream(s),
+        }
+    }
+}
+
+impl From<WireCallError> for CallError {
+    fn from(e: WireCallError) -> Self {
+        match e {
+            WireCallError::Denied(s) => CallError::Denied(s),
+            WireCallError::BudgetExhausted => CallError::BudgetExhausted,
+            WireCallError::RequestTooLarge => CallError::RequestTooLarge,
+            WireCallError::ResponseTooLarge => CallError::ResponseTooLarge,
+            WireCallError::Timeout => CallError::Timeout,
+            WireCallError::Upstream(s) => CallError::Upstream(s),
+        }
+    }
+}
+
+/// Supervisor → worker.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[allow(clippy::large_enum_variant)]
+pub enum ToWorker {
+    /// First frame: the protocol, the engine settings, the guests to load.
+    Hello {
+        protocol: u32,
+        engine: WorkerEngine,
+        guests: Vec<GuestImage>,
+    },
+    /// Report what the worker can see of its boundary.
+    Observe,
+    /// Run one request. A worker runs at most one.
+    Run {
+        run_id: String,
+        guest: GuestImage,
+        request: RunRequest,
+        envelope: Envelope,
+        grants: Vec<GrantOrigin>,
+    },
+    /// The answer to a [`FromWorker::BrokerCall`].
+    BrokerReply {
+        seq: u64,
+        result: Result<WireResponse, WireCallError>,
+    },
+}
+
+/// Worker → supervisor.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[allow(clippy::large_enum_variant)]
+pub enum FromWorker {
+    /// The answer to `Hello`.
+    Ready {
+        protocol: u32,
+        version: String,
+        loaded: usize,
+    },
+    /// The answer to `Observe`.
+    Observed { observation: Observation },
+    /// A broker call from the guest; the supervisor makes it.
+    BrokerCall {
+        seq: u64,
+        api: String,
+        request: WireRequest,
+    },
+    /// The run's result.
+    Done { result: RunResult },
+    /// The worker could not do what was asked.
+    Failed { message: String },
+}
+
+/// Why a frame could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("the other side closed the pipe")]
+    Closed,
+    #[error("a frame of {0} bytes is over the cap")]
+    TooLarge(usize),
+    #[error("a frame is not valid: {0}")]
+    Invalid(String),
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Encodes `msg` as one frame.
+pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
+    let body = serde_json::to_vec(msg).map_err(|e| FrameError::Invalid(e.to_string()))?;
+    if body.len() > MAX_FRAME {
+        return Err(FrameError::TooLarge(body.len()));
+    }
+    let mut out = Vec::with_capacity(body.len() + 4);
+    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    out.extend_from_slice(&body);
+    Ok(out)
+}
+
+fn decode<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, FrameError> {
+    // The message does not quote the frame: it may hold guest output.
+    serde_json::from_slice(body).map_err(|e| {
+        FrameError::Invalid(format!(
+            "{:?} at line {} column {}",
+            e.classify(),
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
+/// Reads one frame (blocking).
+pub fn read_blocking<T: serde::de::DeserializeOwned>(r: &mut impl Read) -> Result<T, FrameError> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(FrameError::Closed),
+        Err(e) => return Err(e.into()),
+    }
+    let n = u32::from_be_bytes(len) as usize;
+    if n > MAX_FRAME {
+        return Err(FrameError::TooLarge(n));
+    }
+    let mut body = vec![0u8; n];
+    r.read_exact(&mut body)?;
+    decode(&body)
+}
+
+/// Writes one frame (blocking).
+pub fn write_blocking<T: Serialize>(w: &mut impl Write, msg: &T) -> Result<(), FrameError> {
+    w.write_all(&encode(msg)?)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// Reads one frame.
+pub async fn read_async<T: serde::de::DeserializeOwned>(
+    r: &mut (impl tokio::io::AsyncRead + Unpin),
+) -> Result<T, FrameError> {
+    use tokio::io::AsyncReadExt;
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(FrameError::Closed),
+        Err(e) => return Err(e.into()),
+    }
+    let n = u32::from_be_bytes(len) as usize;
+    if n > MAX_FRAME {
+        return Err(FrameError::TooLarge(n));
+    }
+    let mut body = vec![0u8; n];
+    r.read_exact(&mut body).await?;
+    decode(&body)
+}
+
+/// Writes one frame.
+pub async fn write_async<T: Serialize>(
+    w: &mut (impl tokio::io::AsyncWrite + Unpin),
+    msg: &T,
+) -> Result<(), FrameError> {
+    use tokio::io::AsyncWriteExt;
+    w.write_all(&encode(msg)?).await?;
+    w.flush().await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_and_garbage_is_an_error() {
+        let msg = FromWorker::Failed {
+            message: "x".into(),
+        };
+        let bytes = encode(&msg).expect("encode");
+        let back: FromWorker = read_blocking(&mut &bytes[..]).expect("decode");
+        assert!(matches!(back, FromWorker::Failed { message } if message == "x"));
+        let mut garbage = Vec::new();
+        garbage.extend_from_slice(&5u32.to_be_bytes());
+        garbage.extend_from_slice(b"nope!");
+        assert!(matches!(
+            read_blocking::<FromWorker>(&mut &garbage[..]),
+            Err(FrameError::Invalid(_))
+        ));
+        let huge = (MAX_FRAME as u32 + 1).to_be_bytes();
+        assert!(matches!(
+            read_blocking::<FromWorker>(&mut &huge[..]),
+            Err(FrameError::TooLarge(_))
+        ));
+        assert!(matches!(
+            read_blocking::<FromWorker>(&mut &[][..]),
+            Err(FrameError::Closed)
+        ));
+    }
+}

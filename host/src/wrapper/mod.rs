@@ -1,0 +1,145 @@
+//! Wrappers: the outer boundaries a worker runs in. Each one builds the
+//! command that starts `plimsoll-worker` inside its boundary and says what
+//! the smoke test must observe there. Isolation itself is delegated to the
+//! wrapper tools; plimsoll decides what may run and proves what it got.
+//!
+//! * [`bwrap`]: bubblewrap namespaces + our seccomp allow-list, tier
+//!   `container`.
+//! * [`gvisor`]: gVisor's `runsc` (a user-space kernel), tier `kernel`.
+
+pub mod bwrap;
+pub mod gvisor;
+pub mod seccomp;
+
+use crate::tier::Tier;
+use crate::worker::observe::Expectations;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+
+/// The uid guests' workers run as (`SANDBOX_GUEST_UID`).
+pub const GUEST_UID_ENV: &str = "SANDBOX_GUEST_UID";
+/// The default guest uid.
+pub const DEFAULT_GUEST_UID: u32 = 61000;
+
+/// What a wrapper needs to start one worker.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The `plimsoll-worker` binary on the host.
+    pub worker_bin: PathBuf,
+    /// Shared libraries the worker needs (host paths, mounted read-only at
+    /// the same paths).
+    pub libs: Vec<PathBuf>,
+    /// The directory of precompiled guest images (mounted read-only at
+    /// `/guests`).
+    pub image_dir: PathBuf,
+    /// Size of the worker's tmpfs workspace root.
+    pub workspace_bytes: u64,
+    /// The uid (and gid) inside.
+    pub uid: u32,
+}
+
+/// A command ready to spawn, and what must live until it has started.
+pub struct Prepared {
+    pub command: tokio::process::Command,
+    /// File descriptors the child inherits (closed here after the spawn).
+    pub keep: Vec<OwnedFd>,
+    /// Runs after the worker is gone (e.g. `runsc delete`).
+    pub cleanup: Option<Box<dyn FnOnce() + Send>>,
+}
+
+/// Why a wrapper cannot be used.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum WrapperError {
+    #[error(
+        "{tool} is not installed or cannot run ({why}); install it (Debian: apt-get install {package})"
+    )]
+    Missing {
+        tool: &'static str,
+        package: &'static str,
+        why: String,
+    },
+    #[error("{tool} {found} is too old; {need} or newer is required")]
+    TooOld {
+        tool: &'static str,
+        found: String,
+        need: &'static str,
+    },
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// An outer boundary.
+pub trait Wrapper: Send + Sync + 'static {
+    /// `bwrap`, `gvisor`, `microvm`.
+    fn name(&self) -> &'static str;
+    /// The tier it gives once its smoke test passed.
+    fn tier(&self) -> Tier;
+    /// The wrapper tool's version, for the evidence.
+    fn version(&self) -> String;
+    /// The command that starts one worker inside the boundary.
+    fn prepare(&self, launch: &Launch) -> Result<Prepared, WrapperError>;
+    /// What the smoke test must observe inside.
+    fn expectations(&self, uid: u32) -> Expectations;
+}
+
+/// Reads `SANDBOX_GUEST_UID` (default 61000) and refuses a uid that
+/// `/etc/passwd` or `/etc/group` of the host already has: a worker must not
+/// share an identity with anything real on the host.
+pub fn guest_uid() -> Result<u32, WrapperError> {
+    let uid = match std::env::var(GUEST_UID_ENV) {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| WrapperError::Setup(format!("{GUEST_UID_ENV} must be a number")))?,
+        _ => DEFAULT_GUEST_UID,
+    };
+    if uid == 0 {
+        return Err(WrapperError::Setup(format!("{GUEST_UID_ENV} may not be 0")));
+    }
+    for file in ["/etc/passwd", "/etc/group"] {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let taken = text.lines().any(|l| {
+            l.split(':')
+                .nth(2)
+                .is_some_and(|id| id.trim() == uid.to_string())
+        });
+        if taken {
+            return Err(WrapperError::Setup(format!(
+                "{GUEST_UID_ENV}={uid} is already used in {file}; pick an id nothing on this host uses"
+            )));
+        }
+    }
+    Ok(uid)
+}
+
+/// The shared libraries `bin` loads (from `ldd`), so that a wrapper can
+/// mount exactly those and nothing else of the host.
+pub fn shared_libraries(bin: &std::path::Path) -> Result<Vec<PathBuf>, WrapperError> {
+    let out = std::process::Command::new("ldd")
+        .arg(bin)
+        .output()
+        .map_err(|e| WrapperError::Missing {
+            tool: "ldd",
+            package: "libc-bin",
+            why: e.to_string(),
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if text.contains("not a dynamic executable") || text.contains("statically linked") {
+        return Ok(Vec::new());
+    }
+    let mut libs = Vec::new();
+    for line in text.lines() {
+        // "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)" or
+        // "/lib64/ld-linux-x86-64.so.2 (0x…)".
+        let path = match line.split_once("=>") {
+            Some((_, rhs)) => rhs.split_whitespace().next(),
+            None => line.split_whitespace().next(),
+        };
+        if let Some(p) = path
+            && p.starts_with('/')
+        {
+            libs.push(PathBuf::from(p));
+        }
+    }
+    Ok(libs)
+}

@@ -1,0 +1,437 @@
+//! The wrapped providers with their real parts: `plimsoll-worker` processes
+//! in bubblewrap namespaces under our seccomp filter. Every test here needs
+//! `bwrap`; on a machine without it each test says so and is skipped (CI
+//! installs it, so CI never skips).
+
+mod support;
+
+use plimsoll::envelope::Limits;
+use plimsoll::provider::WorkerConfig;
+use plimsoll::{Language, ProviderKind, RunRequest, Sandbox, Status, Tier};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+use support::{guest_bytes, sandbox_in, with_limits};
+
+fn bwrap_usable() -> bool {
+    let ok = std::process::Command::new("bwrap")
+        .args([
+            "--unshare-user",
+            "--unshare-net",
+            "--ro-bind",
+            "/",
+            "/",
+            "true",
+        ])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!(
+            "SKIP: bubblewrap is missing or cannot create namespaces here (apt-get install bubblewrap); .ci/run installs it"
+        );
+    }
+    ok
+}
+
+fn workers(warm: usize, max: usize) -> WorkerConfig {
+    WorkerConfig {
+        worker_bin: Some(env!("CARGO_BIN_EXE_plimsoll-worker").into()),
+        warm,
+        max,
+        image_dir: Some(support::guests_dir().join("../test-worker-images")),
+    }
+}
+
+fn bwrap_sandbox(dir: &std::path::Path, warm: usize, max: usize) -> Sandbox {
+    sandbox_in(dir, |c| {
+        c.provider = ProviderKind::WasmBwrap;
+        c.workers = workers(warm, max);
+    })
+}
+
+/// One bwrap sandbox for the tests that need nothing special.
+fn shared() -> Option<&'static Sandbox> {
+    if !bwrap_usable() {
+        return None;
+    }
+    static S: OnceLock<(tempfile::TempDir, Sandbox)> = OnceLock::new();
+    Some(
+        &S.get_or_init(|| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let s = bwrap_sandbox(dir.path(), 2, 16);
+            (dir, s)
+        })
+        .1,
+    )
+}
+
+fn req(component: &str) -> RunRequest {
+    RunRequest::component(component)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_smoke_test_passes_and_its_evidence_is_in_every_result() {
+    let Some(s) = shared() else { return };
+    let iso = s.isolation();
+    assert_eq!(iso.tier, Tier::Container, "{:#?}", iso.evidence);
+    assert_eq!(iso.provider, "wasm+bwrap");
+    assert_eq!(iso.wrapper.as_deref(), Some("bwrap"));
+    for name in [
+        "wrapper",
+        "network_interfaces",
+        "writable_paths",
+        "environment",
+        "uid",
+        "capabilities",
+        "pid_namespace",
+        "host_files",
+        "seccomp",
+        "limits",
+    ] {
+        let c = iso
+            .evidence
+            .checks
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no `{name}` check: {:#?}", iso.evidence));
+        assert!(c.passed, "{name}: {}", c.observed);
+    }
+    let uid_check = iso.evidence.checks.iter().find(|c| c.name == "uid");
+    assert!(uid_check.is_some_and(|c| c.observed.contains("61000")));
+
+    let r = s.run(&req("hello")).await;
+    assert_eq!(r.status, Status::Ok, "{:?}", r.error);
+    assert_eq!(r.stdout, "hello from plimsoll\n");
+    assert_eq!(
+        r.isolation, iso,
+        "the result carries the evidence of the wrapper that ran it"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_guests_end_in_their_typed_outcome_inside_bwrap() {
+    let Some(s) = shared() else { return };
+    let cases: Vec<(&str, RunRequest, Status)> = vec![
+        (
+            "infinite loop",
+            with_limits(
+                req("spin"),
+                Limits {
+                    wall_time_ms: Some(500),
+                    ..Limits::default()
+                },
+            ),
+            Status::Timeout,
+        ),
+        (
+            "memory bomb",
+            with_limits(
+                req("membomb"),
+                Limits {
+                    memory_bytes: Some(64 << 20),
+                    ..Limits::default()
+                },
+            ),
+            Status::MemoryExhausted,
+        ),
+        ("stack overflow", req("stackoverflow"), Status::Trap),
+        (
+            "stdout flood",
+            with_limits(
+                req("flood"),
+                Limits {
+                    stdout_bytes: Some(100_000),
+                    ..Limits::default()
+                },
+            ),
+            Status::OutputTruncated,
+        ),
+        ("non-zero exit", req("fail"), Status::Error),
+        (
+            "python while True",
+            with_limits(
+                RunRequest::code(Language::Python, "while True: pass"),
+                Limits {
+                    wall_time_ms: Some(800),
+                    ..Limits::default()
+                },
+            ),
+            Status::Timeout,
+        ),
+        (
+            "python reads /etc/passwd",
+            RunRequest::code(Language::Python, "open('/etc/passwd').read()"),
+            Status::Error,
+        ),
+        (
+            "javascript endless loop",
+            with_limits(
+                RunRequest::code(Language::Javascript, "for(;;){}"),
+                Limits {
+                    wall_time_ms: Some(800),
+                    ..Limits::default()
+                },
+            ),
+            Status::Timeout,
+        ),
+    ];
+    for (what, request, want) in cases {
+        let t = Instant::now();
+        let r = s.run(&request).await;
+        assert_eq!(r.status, want, "{what}: {:?} {}", r.error, r.stderr);
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "{what} took {:?}",
+            t.elapsed()
+        );
+        assert_eq!(r.isolation.tier, Tier::Container);
+    }
+    let r = s.run(&req("escape")).await;
+    assert_eq!(r.status, Status::Ok, "{:?}", r.error);
+    assert!(
+        !r.stdout.contains("LEAK") && r.stdout.contains("blocked absolute /etc/passwd"),
+        "escape inside bwrap: {}",
+        r.stdout
+    );
+    let r = s.run(&RunRequest::code(Language::Python, "6 * 7")).await;
+    assert_eq!(
+        r.result.as_deref(),
+        Some("42"),
+        "{:?} {}",
+        r.error,
+        r.stderr
+    );
+    let r = s
+        .run(&RunRequest::code(Language::Javascript, "6 * 7"))
+        .await;
+    assert_eq!(
+        r.result.as_deref(),
+        Some("42"),
+        "{:?} {}",
+        r.error,
+        r.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kernel_floor_is_refused_and_a_container_floor_accepted() {
+    let Some(s) = shared() else { return };
+    let mut r = req("hello");
+    r.minimum_isolation = Some(Tier::Kernel);
+    let out = s.run(&r).await;
+    assert_eq!(out.status, Status::Refused);
+    assert_eq!(out.error_code(), Some("insufficient_isolation"));
+    r.minimum_isolation = Some(Tier::Container);
+    assert_eq!(s.run(&r).await.status, Status::Ok);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_refused_rather_than_run_outside_the_wrapper() {
+    let Some(s) = shared() else { return };
+    let e = s
+        .open_session("local", &RunRequest::code(Language::Python, ""))
+        .await
+        .expect_err("sessions under bwrap");
+    assert_eq!(e.code, "sessions_unavailable");
+}
+
+/// Workers whose `/guests` is mounted from `images` (each test that signals
+/// workers has its own image directory, so it never hits another test's).
+fn worker_pids(images: &std::path::Path) -> Vec<i32> {
+    let needle = images.display().to_string();
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.trim() != "plimsoll-worker" {
+            continue;
+        }
+        let mounts = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
+        if mounts
+            .lines()
+            .any(|l| l.contains(&needle) && l.contains(" /guests "))
+        {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_or_stopped_mid_run_fails_only_that_run() {
+    if !bwrap_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let images = dir.path().join("images");
+    // No warm workers: the only worker alive is the one running.
+    let s = std::sync::Arc::new(sandbox_in(dir.path(), |c| {
+        c.provider = ProviderKind::WasmBwrap;
+        c.workers = WorkerConfig {
+            image_dir: Some(images.clone()),
+            ..workers(0, 4)
+        };
+    }));
+    for signal in [libc::SIGKILL, libc::SIGSTOP] {
+        let before = worker_pids(&images);
+        let s2 = s.clone();
+        let run = tokio::spawn(async move {
+            s2.run(&with_limits(
+                req("spin"),
+                Limits {
+                    wall_time_ms: Some(1500),
+                    ..Limits::default()
+                },
+            ))
+            .await
+        });
+        // Wait for the run's worker to appear, then signal it.
+        let t = Instant::now();
+        let victim = loop {
+            let now: Vec<i32> = worker_pids(&images)
+                .into_iter()
+                .filter(|p| !before.contains(p))
+                .collect();
+            if let Some(p) = now.first() {
+                break *p;
+            }
+            assert!(t.elapsed() < Duration::from_secs(30), "no worker appeared");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        // SAFETY: kill(2) on a worker process this test's sandbox started.
+        unsafe {
+            libc::kill(victim, signal);
+        }
+        let r = run.await.expect("run task");
+        assert_eq!(
+            r.status,
+            Status::WorkerLost,
+            "signal {signal}: {:?}",
+            r.error
+        );
+        assert_eq!(r.error_code(), Some("worker_lost"));
+        if signal == libc::SIGSTOP {
+            // SAFETY: as above; let the stopped worker be reaped.
+            unsafe {
+                libc::kill(victim, libc::SIGKILL);
+            }
+        }
+        // The provider keeps serving.
+        let ok = s.run(&req("hello")).await;
+        assert_eq!(
+            ok.status,
+            Status::Ok,
+            "after signal {signal}: {:?}",
+            ok.error
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exhausted_worker_pool_sheds_with_a_clear_error() {
+    if !bwrap_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = std::sync::Arc::new(bwrap_sandbox(dir.path(), 1, 1));
+    // Let the one warm worker finish starting.
+    assert_eq!(s.run(&req("hello")).await.status, Status::Ok);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let s2 = s.clone();
+    let busy = tokio::spawn(async move {
+        s2.run(&with_limits(
+            req("spin"),
+            Limits {
+                wall_time_ms: Some(1500),
+                ..Limits::default()
+            },
+        ))
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let r = s.run(&req("hello")).await;
+    assert_eq!(r.status, Status::Refused);
+    assert_eq!(
+        r.error_code(),
+        Some("worker_pool_exhausted"),
+        "{:?}",
+        r.error
+    );
+    assert_eq!(busy.await.expect("busy").status, Status::Timeout);
+    // Capacity returns once the run is over.
+    let t = Instant::now();
+    loop {
+        let r = s.run(&req("hello")).await;
+        if r.status == Status::Ok {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "{:?}", r.error);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_writes_garbage_is_refused_at_start() {
+    use plimsoll::worker::observe::Expectations;
+    use plimsoll::wrapper::{Launch, Prepared, Wrapper, WrapperError};
+    struct Garbage;
+    impl Wrapper for Garbage {
+        fn name(&self) -> &'static str {
+            "garbage"
+        }
+        fn tier(&self) -> Tier {
+            Tier::Container
+        }
+        fn version(&self) -> String {
+            "garbage 1".into()
+        }
+        fn prepare(&self, _l: &Launch) -> Result<Prepared, WrapperError> {
+            let mut c = tokio::process::Command::new("/bin/sh");
+            c.args([
+                "-c",
+                "cat >/dev/null & printf '\\000\\000\\000\\010notjson!'; sleep 5",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true);
+            Ok(Prepared {
+                command: c,
+                keep: Vec::new(),
+                cleanup: None,
+            })
+        }
+        fn expectations(&self, uid: u32) -> Expectations {
+            Expectations {
+                uid,
+                seccomp: true,
+                host_kernel: None,
+            }
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = plimsoll::Runtime::new(plimsoll::RuntimeConfig {
+        workspace_dir: dir.path().join("work"),
+        ..plimsoll::RuntimeConfig::default()
+    })
+    .expect("runtime");
+    let hello = rt.load(&guest_bytes("hello")).expect("hello");
+    let started = plimsoll::worker::pool::Pool::start(
+        std::sync::Arc::new(Garbage),
+        rt,
+        plimsoll::worker::pool::PoolConfig {
+            worker_bin: env!("CARGO_BIN_EXE_plimsoll-worker").into(),
+            image_dir: dir.path().join("images"),
+            warm: 0,
+            max: 1,
+            workspace_bytes: 1 << 20,
+        },
+        61000,
+        "test",
+        &[hello],
+    )
+    .await;
+    let e = started.err().expect("a garbage worker must not start");
+    assert!(e.to_string().contains("protocol"), "{e}");
+}
