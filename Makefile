@@ -15,7 +15,7 @@ GUESTS_OUT := $(CURDIR)/target/guests
 PLIMSOLL := $(TARGET_DIR)/release/plimsoll
 export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
 
-.PHONY: bench-daemon openapi setup guests example-guests python-guest javascript-guest build demo test lint bench bench-peers clean
+.PHONY: bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest build demo test lint bench bench-peers clean
 
 APT := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
 
@@ -79,6 +79,11 @@ lint:
 bench: guests
 	$(CARGO) bench -p plimsoll
 	$(CARGO) bench -p plimsolld --bench daemon
+
+## Per-run latency at each tier (in-process, bubblewrap warm and cold)
+## against python3 per run, bare and under bubblewrap.
+bench-wrappers: guests
+	$(CARGO) bench -p plimsoll --bench wrappers
 
 ## The daemon over HTTP against the library call, 1/8/64 clients.
 bench-daemon: guests

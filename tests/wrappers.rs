@@ -435,3 +435,65 @@ async fn a_worker_that_writes_garbage_is_refused_at_start() {
     let e = started.err().expect("a garbage worker must not start");
     assert!(e.to_string().contains("protocol"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_calls_cross_to_the_supervisor_and_the_worker_never_holds_a_credential() {
+    use support::upstream::{CANARY, STATIC_TOKEN, profiles, start_upstream};
+    if !bwrap_usable() {
+        return;
+    }
+    let (up, addr) = start_upstream().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let images = dir.path().join("images");
+    let s = sandbox_in(dir.path(), |c| {
+        c.provider = ProviderKind::WasmBwrap;
+        c.grants = profiles(addr);
+        c.workers = WorkerConfig {
+            image_dir: Some(images.clone()),
+            ..workers(1, 4)
+        };
+    });
+    let req = RunRequest {
+        stdin: plimsoll::Blob::from(
+            "GET\torders\t/v1/orders/7\nGET\torders\t/v1/admin\nDUMP\n".to_string(),
+        ),
+        grants: vec!["orders".into()],
+        ..RunRequest::component("broker_caller")
+    };
+    let r = s.run(&req).await;
+    assert_eq!(r.status, Status::Ok, "{:?} {}", r.error, r.stderr);
+    assert_eq!(r.isolation.tier, Tier::Container);
+    // The supervisor's trace: one delivered, one denied.
+    let outcomes: Vec<_> = r.calls.rows.iter().map(|c| c.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["delivered", "denied"], "{:?}", r.calls);
+    assert_eq!(r.calls.rows[0].route.as_deref(), Some("/v1/orders/*"));
+    // The upstream got the call with the credential, and only the allowed one.
+    let seen = up.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(
+        seen[0]
+            .headers
+            .iter()
+            .any(|(n, v)| n == "authorization" && v.contains(STATIC_TOKEN))
+    );
+    // The response reached the guest; the credential did not.
+    assert!(r.stdout.contains(CANARY), "{}", r.stdout);
+    let memory = r
+        .artifacts
+        .iter()
+        .find(|a| a.path == "memory.bin")
+        .map(|a| a.content.as_bytes().to_vec())
+        .unwrap_or_default();
+    assert!(memory.len() > 65536, "the guest dumped its memory");
+    let json = serde_json::to_string(&r).expect("json");
+    for (what, hay) in [
+        ("guest memory", memory.as_slice()),
+        ("result", json.as_bytes()),
+    ] {
+        assert!(
+            !hay.windows(STATIC_TOKEN.len())
+                .any(|w| w == STATIC_TOKEN.as_bytes()),
+            "the credential is in the {what}"
+        );
+    }
+}

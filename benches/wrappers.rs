@@ -1,0 +1,131 @@
+//! Per-run latency at each tier this build has, in one run: `1+1` in
+//! JavaScript and Python in-process (`wasm`) and in bubblewrap workers
+//! (`wasm+bwrap`) with a warm pool, a cold worker start, and what a user
+//! would do without plimsoll: start `python3` per run, bare and under
+//! bubblewrap.
+//!
+//! `make bench-wrappers` (or `cargo bench -p plimsoll --bench wrappers`).
+
+use plimsoll::provider::WorkerConfig;
+use plimsoll::{Language, ProviderKind, RunRequest, RuntimeConfig, Sandbox, SandboxConfig, Status};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn p50(mut v: Vec<Duration>) -> f64 {
+    v.sort();
+    v.get(v.len() / 2)
+        .map(|d| d.as_secs_f64() * 1e3)
+        .unwrap_or(f64::NAN)
+}
+
+fn sandbox(provider: ProviderKind, warm: usize, dir: &Path) -> Sandbox {
+    let guests = repo().join("target/guests");
+    Sandbox::new(SandboxConfig {
+        provider,
+        interpreters: vec![
+            (Language::Python, guests.join("python.wasm")),
+            (Language::Javascript, guests.join("javascript.wasm")),
+        ],
+        runtime: RuntimeConfig {
+            cache_dir: Some(repo().join("target/test-cache")),
+            workspace_dir: dir.join("work"),
+            ..RuntimeConfig::default()
+        },
+        workers: WorkerConfig {
+            worker_bin: Some(env!("CARGO_BIN_EXE_plimsoll-worker").into()),
+            warm,
+            max: 16,
+            image_dir: Some(repo().join("target/test-worker-images")),
+        },
+        ..SandboxConfig::default()
+    })
+    .expect("sandbox")
+}
+
+/// `n` runs of `1+1`, each after `gap` (so that a warm pool is refilled).
+fn runs(rt: &tokio::runtime::Runtime, s: &Sandbox, lang: Language, n: usize, gap: Duration) -> f64 {
+    let req = RunRequest::code(lang, "1+1");
+    let mut lat = Vec::new();
+    for _ in 0..n {
+        std::thread::sleep(gap);
+        let t = Instant::now();
+        let r = rt.block_on(s.run(&req));
+        assert_eq!(r.status, Status::Ok, "{:?}", r.error);
+        lat.push(t.elapsed());
+    }
+    p50(lat)
+}
+
+fn command(n: usize, argv: &[&str]) -> f64 {
+    let mut lat = Vec::new();
+    for _ in 0..n {
+        let t = Instant::now();
+        let out = std::process::Command::new(argv[0])
+            .args(&argv[1..])
+            .output()
+            .expect("spawn");
+        assert!(out.status.success(), "{argv:?}");
+        lat.push(t.elapsed());
+    }
+    p50(lat)
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        println!("wrappers: benchmark");
+        return;
+    }
+    let n: usize = std::env::var("PLIMSOLL_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let gap = Duration::from_millis(150);
+    let inproc = sandbox(ProviderKind::Wasm, 0, tmp.path());
+    let warm = sandbox(ProviderKind::WasmBwrap, 2, tmp.path());
+    let cold = sandbox(ProviderKind::WasmBwrap, 0, tmp.path());
+    // Warm-up.
+    for s in [&inproc, &warm, &cold] {
+        let _ = runs(&rt, s, Language::Javascript, 2, gap);
+        let _ = runs(&rt, s, Language::Python, 2, gap);
+    }
+    println!("p50 per run, ms ({n} runs each, {} ms between runs)", gap.as_millis());
+    println!("| what | JavaScript `1+1` | Python `1+1` |");
+    println!("|---|---:|---:|");
+    let row = |what: &str, js: f64, py: f64| println!("| {what} | {js:.2} | {py:.2} |");
+    let (ij, ip) = (
+        runs(&rt, &inproc, Language::Javascript, n, gap),
+        runs(&rt, &inproc, Language::Python, n, gap),
+    );
+    row("`wasm` (in-process, tier process)", ij, ip);
+    let (wj, wp) = (
+        runs(&rt, &warm, Language::Javascript, n, gap),
+        runs(&rt, &warm, Language::Python, n, gap),
+    );
+    row("`wasm+bwrap`, warm pool (tier container)", wj, wp);
+    row("bwrap over in-process", wj - ij, wp - ip);
+    let (cj, cp) = (
+        runs(&rt, &cold, Language::Javascript, n / 2, gap),
+        runs(&rt, &cold, Language::Python, n / 2, gap),
+    );
+    row("`wasm+bwrap`, cold worker per run", cj, cp);
+    // `-S`: no site-packages, so that the host's `.pth` files do not count.
+    let py = command(n / 2, &["python3", "-S", "-c", "print(1+1)"]);
+    let bw = command(
+        n / 2,
+        &[
+            "bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
+            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink",
+            "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "python3", "-S", "-c",
+            "print(1+1)",
+        ],
+    );
+    println!("| `python3 -S -c` per run (no sandbox) | – | {py:.2} |");
+    println!("| `python3 -S -c` under bubblewrap per run | – | {bw:.2} |");
+    drop((inproc, warm, cold));
+}
