@@ -94,7 +94,10 @@ fn main() {
         let _ = runs(&rt, s, Language::Javascript, 2, gap);
         let _ = runs(&rt, s, Language::Python, 2, gap);
     }
-    println!("p50 per run, ms ({n} runs each, {} ms between runs)", gap.as_millis());
+    println!(
+        "p50 per run, ms ({n} runs each, {} ms between runs)",
+        gap.as_millis()
+    );
     println!("| what | JavaScript `1+1` | Python `1+1` |");
     println!("|---|---:|---:|");
     let row = |what: &str, js: f64, py: f64| println!("| {what} | {js:.2} | {py:.2} |");
@@ -119,9 +122,28 @@ fn main() {
     let bw = command(
         n / 2,
         &[
-            "bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
-            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink",
-            "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "python3", "-S", "-c",
+            "bwrap",
+            "--unshare-all",
+            "--die-with-parent",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--symlink",
+            "usr/lib",
+            "/lib",
+            "--symlink",
+            "usr/lib64",
+            "/lib64",
+            "--symlink",
+            "usr/bin",
+            "/bin",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "python3",
+            "-S",
+            "-c",
             "print(1+1)",
         ],
     );

@@ -75,32 +75,6 @@ impl RemoteLink for Link {
     }
 }
 
-/// Instantiates each guest once and drops the instance, before the worker
-/// says it is ready: the pages of the guests' images are then mapped in
-/// this process, so the real run does not pay their first faults. The
-/// instances are thrown away (the pool resets their memory to the image), so
-/// nothing carries over into the run.
-fn prewarm(rt: &Runtime, guests: &HashMap<String, Guest>) {
-    let Ok(tokio_rt) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    else {
-        return;
-    };
-    for g in guests.values() {
-        let env = crate::envelope::Envelope::default();
-        let Ok(mut p) = crate::executor::prepare(
-            rt,
-            &crate::run::RunRequest::default(),
-            &env,
-            crate::grant::GrantSet::empty(),
-        ) else {
-            continue;
-        };
-        let _ = tokio_rt.block_on(crate::executor::instantiate(g, &mut p.store));
-    }
-}
-
 fn fail(out: &Out, message: &str) -> std::process::ExitCode {
     let _ = out.send(&FromWorker::Failed {
         message: message.to_owned(),
@@ -155,7 +129,6 @@ pub fn main() -> std::process::ExitCode {
             Err(e) => return fail(&out, &format!("guest image {}: {e}", img.path)),
         }
     }
-    prewarm(&rt, &guests);
     if !out.send(&FromWorker::Ready {
         protocol: PROTOCOL_VERSION,
         version: env!("CARGO_PKG_VERSION").to_owned(),
