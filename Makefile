@@ -20,12 +20,14 @@ export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
 APT := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
 
 ## Toolchain pieces the project needs (idempotent): the wasm32-wasip2
-## target, and bubblewrap for the `wasm+bwrap` provider and its tests.
+## target, and bubblewrap and gVisor for the wrapped providers and their
+## tests.
 setup:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
-	@command -v bwrap >/dev/null 2>&1 || { echo "== installing bubblewrap"; \
+	@{ command -v bwrap && command -v runsc; } >/dev/null 2>&1 || { \
+		echo "== installing bubblewrap and gVisor (runsc) for the wrapped providers"; \
 		DEBIAN_FRONTEND=noninteractive $(APT) update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq bubblewrap; }
+		DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq bubblewrap runsc; }
 
 ## Every guest: the example and hostile guests, and the interpreters.
 guests: example-guests python-guest javascript-guest

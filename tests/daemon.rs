@@ -1143,3 +1143,37 @@ fn the_openapi_document_in_docs_is_current() {
         "docs/openapi.json is stale: regenerate it with `make openapi`"
     );
 }
+
+#[test]
+fn hardened_mode_starts_when_every_condition_holds_with_gvisor() {
+    let runsc = Command::new("runsc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !runsc {
+        eprintln!("SKIP: gVisor's runsc is missing (apt-get install runsc); .ci/run installs it");
+        return;
+    }
+    let d = hardened()
+        .set("SANDBOX_PROVIDER", "wasm+gvisor")
+        .set("PLIMSOLL_WORKER_POOL", "1")
+        .start();
+    let r = run(
+        &d,
+        ALICE,
+        r#"{"component": "hello", "minimum_isolation": "kernel"}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["isolation"]["tier"], "kernel");
+    assert_eq!(v["isolation"]["wrapper"], "gvisor");
+    let info = call(d.addr, "GET", "/v1/info", Some(ALICE), None).json();
+    assert_eq!(info["isolation"]["tier"], "kernel");
+    assert!(
+        info["isolation"]["evidence"]["checks"]
+            .as_array()
+            .is_some_and(|c| c.iter().all(|c| c["passed"] == true)),
+        "{info}"
+    );
+}

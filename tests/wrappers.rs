@@ -407,6 +407,7 @@ async fn a_worker_that_writes_garbage_is_refused_at_start() {
                 uid,
                 seccomp: true,
                 host_kernel: None,
+                wrapper_env: &[],
             }
         }
     }
@@ -496,4 +497,128 @@ async fn broker_calls_cross_to_the_supervisor_and_the_worker_never_holds_a_crede
             "the credential is in the {what}"
         );
     }
+}
+
+// ------------------------------------------------------------------ gVisor
+
+fn runsc_usable() -> bool {
+    let ok = std::process::Command::new("runsc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIP: gVisor's runsc is missing (apt-get install runsc); .ci/run installs it");
+    }
+    ok
+}
+
+fn gvisor_shared() -> Option<&'static Sandbox> {
+    if !runsc_usable() {
+        return None;
+    }
+    static S: OnceLock<(tempfile::TempDir, Sandbox)> = OnceLock::new();
+    Some(
+        &S.get_or_init(|| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let s = sandbox_in(dir.path(), |c| {
+                c.provider = ProviderKind::WasmGvisor;
+                c.workers = WorkerConfig {
+                    image_dir: Some(dir.path().join("images")),
+                    ..workers(2, 8)
+                };
+            });
+            (dir, s)
+        })
+        .1,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gvisor_proves_the_kernel_tier_and_runs_guests_inside_it() {
+    let Some(s) = gvisor_shared() else { return };
+    let iso = s.isolation();
+    assert_eq!(iso.tier, Tier::Kernel, "{:#?}", iso.evidence);
+    assert_eq!(iso.provider, "wasm+gvisor");
+    assert_eq!(iso.wrapper.as_deref(), Some("gvisor"));
+    for name in [
+        "wrapper",
+        "network_interfaces",
+        "writable_paths",
+        "environment",
+        "uid",
+        "capabilities",
+        "host_files",
+        "kernel",
+    ] {
+        let c = iso
+            .evidence
+            .checks
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no `{name}` check: {:#?}", iso.evidence));
+        assert!(c.passed, "{name}: {}", c.observed);
+    }
+    let wrapper = iso.evidence.checks.iter().find(|c| c.name == "wrapper");
+    assert!(wrapper.is_some_and(|c| c.observed.contains("platform")));
+
+    let r = s.run(&req("hello")).await;
+    assert_eq!(r.status, Status::Ok, "{:?}", r.error);
+    assert_eq!(r.stdout, "hello from plimsoll\n");
+    assert_eq!(r.isolation, iso);
+
+    // A kernel floor is met here; a vm floor is not.
+    let mut floor = req("hello");
+    floor.minimum_isolation = Some(Tier::Kernel);
+    assert_eq!(s.run(&floor).await.status, Status::Ok);
+    floor.minimum_isolation = Some(Tier::Vm);
+    assert_eq!(
+        s.run(&floor).await.error_code(),
+        Some("insufficient_isolation")
+    );
+
+    for (what, request, want) in [
+        (
+            "infinite loop",
+            with_limits(
+                req("spin"),
+                Limits {
+                    wall_time_ms: Some(500),
+                    ..Limits::default()
+                },
+            ),
+            Status::Timeout,
+        ),
+        (
+            "memory bomb",
+            with_limits(
+                req("membomb"),
+                Limits {
+                    memory_bytes: Some(64 << 20),
+                    ..Limits::default()
+                },
+            ),
+            Status::MemoryExhausted,
+        ),
+        (
+            "python while True",
+            with_limits(
+                RunRequest::code(Language::Python, "while True: pass"),
+                Limits {
+                    wall_time_ms: Some(800),
+                    ..Limits::default()
+                },
+            ),
+            Status::Timeout,
+        ),
+    ] {
+        let r = s.run(&request).await;
+        assert_eq!(r.status, want, "{what}: {:?}", r.error);
+        assert_eq!(r.isolation.tier, Tier::Kernel);
+    }
+    let r = s.run(&req("escape")).await;
+    assert!(!r.stdout.contains("LEAK"), "{}", r.stdout);
+    let r = s
+        .run(&RunRequest::code(Language::Javascript, "6 * 7"))
+        .await;
+    assert_eq!(r.result.as_deref(), Some("42"), "{:?}", r.error);
 }

@@ -266,7 +266,7 @@ impl WorkerConfig {
 }
 
 /// Runs guests in `plimsoll-worker` processes inside a wrapper
-/// (`wasm+bwrap`). Its tier is the wrapper's only if the start-up smoke
+/// (`wasm+bwrap`, `wasm+gvisor`). Its tier is the wrapper's only if the start-up smoke
 /// test passed; otherwise it refuses every run.
 pub struct WrappedProvider {
     name: &'static str,
@@ -302,9 +302,10 @@ impl WrappedProvider {
             ProviderKind::WasmBwrap => std::sync::Arc::new(
                 crate::wrapper::bwrap::Bwrap::detect().map_err(|e| e.to_string())?,
             ),
-            ProviderKind::WasmGvisor => {
-                return Err(crate::wrapper::gvisor::unavailable().to_string());
-            }
+            ProviderKind::WasmGvisor => std::sync::Arc::new(
+                crate::wrapper::gvisor::Gvisor::detect(image_dir.parent().unwrap_or(&image_dir))
+                    .map_err(|e| e.to_string())?,
+            ),
             other => return Err(format!("{other} has no worker wrapper in this build")),
         };
         let uid = crate::wrapper::guest_uid().map_err(|e| e.to_string())?;

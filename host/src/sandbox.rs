@@ -72,7 +72,9 @@ pub enum SandboxError {
         "the envelope allows {envelope} bytes of memory but the engine's pool slots hold {engine}; raise the engine's max_memory_bytes"
     )]
     PoolTooSmall { envelope: u64, engine: u64 },
-    #[error("provider {0} is not available in this build; use `wasm`, `wasm+bwrap` or `disabled`")]
+    #[error(
+        "provider {0} is not available in this build; use `wasm`, `wasm+bwrap`, `wasm+gvisor` or `disabled`"
+    )]
     ProviderUnavailable(ProviderKind),
     #[error("provider {provider} cannot start: {why}")]
     Wrapper { provider: ProviderKind, why: String },
@@ -128,7 +130,7 @@ impl Sandbox {
         let provider: Arc<dyn Provider> = match config.provider {
             ProviderKind::Disabled => Arc::new(DisabledProvider),
             ProviderKind::Wasm => Arc::new(WasmProvider::new(runtime.clone())),
-            kind @ ProviderKind::WasmBwrap => {
+            kind @ (ProviderKind::WasmBwrap | ProviderKind::WasmGvisor) => {
                 let image_dir =
                     config.workers.image_dir.clone().unwrap_or_else(|| {
                         crate::config::default_state_dir().join("worker-images")

@@ -168,6 +168,9 @@ pub struct Expectations {
     pub seccomp: bool,
     /// The host's own `uname -srv`; a user-space kernel must differ.
     pub host_kernel: Option<String>,
+    /// Environment variable names the wrapper itself sets (bubblewrap sets
+    /// `PWD`, runsc `HOME`); nothing of the host's environment may appear.
+    pub wrapper_env: &'static [&'static str],
 }
 
 /// Judges `o`: one check per property, each with what was observed.
@@ -211,11 +214,11 @@ pub fn judge(o: &Observation, want: &Expectations) -> Vec<EvidenceCheck> {
             }
         ),
     );
-    // bubblewrap always sets PWD to the working directory it chdir'd to;
-    // nothing of the host's environment may be there.
     check(
         "environment",
-        o.env_vars.iter().all(|k| k == "PWD"),
+        o.env_vars
+            .iter()
+            .all(|k| want.wrapper_env.contains(&k.as_str())),
         if o.env_vars.is_empty() {
             "empty".into()
         } else {

@@ -171,6 +171,7 @@ impl Wrapper for Bwrap {
             uid,
             seccomp: true,
             host_kernel: None,
+            wrapper_env: &["PWD"],
         }
     }
 }
