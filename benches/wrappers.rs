@@ -1,6 +1,7 @@
 //! Per-run latency at each tier this build has, in one run: `1+1` in
 //! JavaScript and Python in-process (`wasm`) and in bubblewrap workers
-//! (`wasm+bwrap`) with a warm pool, a cold worker start, and what a user
+//! (`wasm+bwrap`) and gVisor workers (`wasm+gvisor`) with a warm pool, a
+//! cold worker start, and what a user
 //! would do without plimsoll: start `python3` per run, bare and under
 //! bubblewrap.
 //!
@@ -89,8 +90,10 @@ fn main() {
     let inproc = sandbox(ProviderKind::Wasm, 0, tmp.path());
     let warm = sandbox(ProviderKind::WasmBwrap, 2, tmp.path());
     let cold = sandbox(ProviderKind::WasmBwrap, 0, tmp.path());
+    let gvisor = sandbox(ProviderKind::WasmGvisor, 2, tmp.path());
+    let gvisor_cold = sandbox(ProviderKind::WasmGvisor, 0, tmp.path());
     // Warm-up.
-    for s in [&inproc, &warm, &cold] {
+    for s in [&inproc, &warm, &cold, &gvisor, &gvisor_cold] {
         let _ = runs(&rt, s, Language::Javascript, 2, gap);
         let _ = runs(&rt, s, Language::Python, 2, gap);
     }
@@ -118,6 +121,29 @@ fn main() {
     );
     row("`wasm+bwrap`, cold worker per run", cj, cp);
     // `-S`: no site-packages, so that the host's `.pth` files do not count.
+    let (gj, gp) = (
+        runs(
+            &rt,
+            &gvisor,
+            Language::Javascript,
+            n,
+            Duration::from_millis(400),
+        ),
+        runs(
+            &rt,
+            &gvisor,
+            Language::Python,
+            n,
+            Duration::from_millis(400),
+        ),
+    );
+    row("`wasm+gvisor`, warm pool (tier kernel)", gj, gp);
+    row("gVisor over in-process", gj - ij, gp - ip);
+    let (gcj, gcp) = (
+        runs(&rt, &gvisor_cold, Language::Javascript, n / 4, gap),
+        runs(&rt, &gvisor_cold, Language::Python, n / 4, gap),
+    );
+    row("`wasm+gvisor`, cold worker per run", gcj, gcp);
     let py = command(n / 2, &["python3", "-S", "-c", "print(1+1)"]);
     let bw = command(
         n / 2,
@@ -149,5 +175,5 @@ fn main() {
     );
     println!("| `python3 -S -c` per run (no sandbox) | – | {py:.2} |");
     println!("| `python3 -S -c` under bubblewrap per run | – | {bw:.2} |");
-    drop((inproc, warm, cold));
+    drop((inproc, warm, cold, gvisor, gvisor_cold));
 }

@@ -30,8 +30,11 @@ pub struct Gvisor {
     state: PathBuf,
     /// Bundles (one per worker) and the shared read-only rootfs.
     bundles: PathBuf,
-    seq: AtomicU64,
 }
+
+/// Sandbox ids are unique per process (several providers may share a
+/// `runsc --root`).
+static SEQ: AtomicU64 = AtomicU64::new(0);
 
 fn run_with_timeout(cmd: &mut std::process::Command, limit: Duration) -> Option<bool> {
     let mut child = cmd
@@ -125,7 +128,6 @@ impl Gvisor {
             platform_note,
             state,
             bundles,
-            seq: AtomicU64::new(0),
         })
     }
 
@@ -170,7 +172,7 @@ impl Wrapper for Gvisor {
         let id = format!(
             "plimsoll-{}-{}",
             std::process::id(),
-            self.seq.fetch_add(1, Ordering::Relaxed)
+            SEQ.fetch_add(1, Ordering::Relaxed)
         );
         let bundle = self.bundles.join(&id);
         std::fs::create_dir_all(&bundle)
