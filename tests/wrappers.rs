@@ -372,6 +372,81 @@ async fn an_exhausted_worker_pool_sheds_with_a_clear_error() {
     }
 }
 
+/// Starts a pool whose "worker" is `/bin/sh -c script` (no boundary: the
+/// pool must refuse it before any smoke test matters).
+async fn fake_worker_pool(script: String) -> Result<(), String> {
+    use plimsoll::worker::observe::Expectations;
+    use plimsoll::wrapper::{Launch, Prepared, Wrapper, WrapperError};
+    struct Fake(String);
+    impl Wrapper for Fake {
+        fn name(&self) -> &'static str {
+            "fake"
+        }
+        fn tier(&self) -> Tier {
+            Tier::Container
+        }
+        fn version(&self) -> String {
+            "fake 1".into()
+        }
+        fn prepare(&self, _l: &Launch) -> Result<Prepared, WrapperError> {
+            let mut c = tokio::process::Command::new("/bin/sh");
+            c.args(["-c", &self.0])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .kill_on_drop(true);
+            Ok(Prepared {
+                command: c,
+                keep: Vec::new(),
+                cleanup: None,
+            })
+        }
+        fn expectations(&self, uid: u32) -> Expectations {
+            Expectations {
+                uid,
+                seccomp: true,
+                host_kernel: None,
+                wrapper_env: &[],
+            }
+        }
+    }
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let rt = plimsoll::Runtime::new(plimsoll::RuntimeConfig {
+        workspace_dir: dir.path().join("work"),
+        ..plimsoll::RuntimeConfig::default()
+    })
+    .map_err(|e| e.to_string())?;
+    let hello = rt.load(&guest_bytes("hello")).map_err(|e| e.to_string())?;
+    plimsoll::worker::pool::Pool::start(
+        std::sync::Arc::new(Fake(script)),
+        rt,
+        plimsoll::worker::pool::PoolConfig {
+            worker_bin: env!("CARGO_BIN_EXE_plimsoll-worker").into(),
+            image_dir: dir.path().join("images"),
+            warm: 0,
+            max: 1,
+            workspace_bytes: 1 << 20,
+        },
+        61000,
+        "test",
+        &[hello],
+    )
+    .await
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_lies_about_its_protocol_version_is_refused() {
+    let frame = r#"{"type":"ready","protocol":99,"version":"9.9","loaded":0}"#;
+    let len = (frame.len() as u32).to_be_bytes();
+    let prefix: String = len.iter().map(|b| format!("\\{b:03o}")).collect();
+    let script = format!("cat >/dev/null & printf '{prefix}{frame}'; sleep 5");
+    let e = fake_worker_pool(script)
+        .await
+        .expect_err("a lying worker must not start");
+    assert!(e.contains("protocol 99"), "{e}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_that_writes_garbage_is_refused_at_start() {
     use plimsoll::worker::observe::Expectations;
