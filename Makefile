@@ -15,7 +15,7 @@ GUESTS_OUT := $(CURDIR)/target/guests
 PLIMSOLL := $(TARGET_DIR)/release/plimsoll
 export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
 
-.PHONY: bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest build demo test lint bench bench-peers clean
+.PHONY: soak bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest build demo test lint bench bench-peers clean
 
 APT := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
 
@@ -90,6 +90,12 @@ bench-wrappers: guests
 ## The daemon over HTTP against the library call, 1/8/64 clients.
 bench-daemon: guests
 	$(CARGO) bench -p plimsolld --bench daemon
+
+## Soak: N mixed runs (one in five hostile) through the daemon; checks
+## answers, audit lines, RSS, fds and leftover workspaces.
+## PLIMSOLL_SOAK_RUNS (default 5000) sets N.
+soak: guests
+	$(CARGO) bench -p plimsolld --bench soak
 
 ## Regenerates docs/openapi.json from the code (a test fails when stale).
 openapi:
