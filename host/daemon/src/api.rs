@@ -367,6 +367,21 @@ async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Bytes, 
     }
 }
 
+/// The first steps of every request that starts a run or a session:
+/// authenticate with the `code:run` scope, refuse while draining, spend
+/// one request of the caller's rate, read the bounded body.
+async fn begin(
+    app: &App,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Arc<Caller>, Bytes), ApiError> {
+    let caller = app.authorize(headers, Some(Scope::CodeRun))?;
+    app.check_open()?;
+    app.quotas.check_rate(&caller).map_err(|s| app.shed(s))?;
+    let bytes = read_body(app, headers, body).await?;
+    Ok((caller, bytes))
+}
+
 macro_rules! tri {
     ($e:expr) => {
         match $e {
@@ -392,10 +407,7 @@ macro_rules! tri {
 )]
 pub async fn create_run(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     let started = Instant::now();
-    let caller = tri!(app.authorize(&headers, Some(Scope::CodeRun)));
-    tri!(app.check_open());
-    tri!(app.quotas.check_rate(&caller).map_err(|s| app.shed(s)));
-    let bytes = tri!(read_body(&app, &headers, body).await);
+    let (caller, bytes) = tri!(begin(&app, &headers, body).await);
     let mut req: RunRequest = tri!(parse_json(&bytes));
     drop(bytes);
     tri!(app.bind_to_caller(&caller, &mut req));
@@ -423,10 +435,7 @@ pub async fn create_run(State(app): State<Arc<App>>, headers: HeaderMap, body: B
 )]
 pub async fn open_session(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     let started = Instant::now();
-    let caller = tri!(app.authorize(&headers, Some(Scope::CodeRun)));
-    tri!(app.check_open());
-    tri!(app.quotas.check_rate(&caller).map_err(|s| app.shed(s)));
-    let bytes = tri!(read_body(&app, &headers, body).await);
+    let (caller, bytes) = tri!(begin(&app, &headers, body).await);
     let sreq: SessionRequest = tri!(parse_json(&bytes));
     let mut req = RunRequest {
         language: sreq.language,
@@ -504,10 +513,7 @@ pub async fn session_run(
     body: Body,
 ) -> Response {
     let started = Instant::now();
-    let caller = tri!(app.authorize(&headers, Some(Scope::CodeRun)));
-    tri!(app.check_open());
-    tri!(app.quotas.check_rate(&caller).map_err(|s| app.shed(s)));
-    let bytes = tri!(read_body(&app, &headers, body).await);
+    let (caller, bytes) = tri!(begin(&app, &headers, body).await);
     let mut req: RunRequest = tri!(parse_json(&bytes));
     drop(bytes);
     tri!(app.bind_to_caller(&caller, &mut req));

@@ -415,15 +415,21 @@ impl Pool {
         }
     }
 
-    async fn take(pool: &Arc<Pool>) -> Result<(Worker, AliveGuard), ErrorInfo> {
+    /// An idle worker, if there is one (and a replacement is started).
+    fn take_idle(pool: &Arc<Pool>) -> Option<(Worker, AliveGuard)> {
         let idle = pool
             .idle
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .pop_front();
-        if let Some(w) = idle {
-            Pool::refill(pool);
-            return Ok((w, AliveGuard(pool.clone())));
+        let w = idle?;
+        Pool::refill(pool);
+        Some((w, AliveGuard(pool.clone())))
+    }
+
+    async fn take(pool: &Arc<Pool>) -> Result<(Worker, AliveGuard), ErrorInfo> {
+        if let Some(taken) = Pool::take_idle(pool) {
+            return Ok(taken);
         }
         // None warm. If one is starting and the cap is reached, wait for
         // it rather than refuse (it is milliseconds away).
@@ -433,14 +439,8 @@ impl Pool {
             && waited.elapsed() < START_TIMEOUT
         {
             tokio::time::sleep(Duration::from_millis(2)).await;
-            let idle = pool
-                .idle
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .pop_front();
-            if let Some(w) = idle {
-                Pool::refill(pool);
-                return Ok((w, AliveGuard(pool.clone())));
+            if let Some(taken) = Pool::take_idle(pool) {
+                return Ok(taken);
             }
         }
         // Start one now if the cap allows.

@@ -135,13 +135,7 @@ impl Wrapper for Bwrap {
         c.env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            // The worker's stderr is for debugging only
-            // (`PLIMSOLL_WORKER_STDERR=1`): guest output never goes there.
-            .stderr(if std::env::var_os("PLIMSOLL_WORKER_STDERR").is_some() {
-                Stdio::inherit()
-            } else {
-                Stdio::null()
-            })
+            .stderr(super::worker_stderr())
             .kill_on_drop(true);
         // SAFETY: setrlimit is async-signal-safe; it only lowers limits of
         // the child before exec.

@@ -231,11 +231,7 @@ impl Wrapper for Gvisor {
         c.env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(if std::env::var_os("PLIMSOLL_WORKER_STDERR").is_some() {
-                Stdio::inherit()
-            } else {
-                Stdio::null()
-            })
+            .stderr(super::worker_stderr())
             .kill_on_drop(true);
         let binary = self.binary.clone();
         let state = self.state.clone();

@@ -82,6 +82,17 @@ pub trait Wrapper: Send + Sync + 'static {
     fn expectations(&self, uid: u32) -> Expectations;
 }
 
+/// Where a worker's stderr goes: nowhere, unless `PLIMSOLL_WORKER_STDERR`
+/// is set (debugging). Guest output never goes there: the worker captures
+/// it into the result.
+pub fn worker_stderr() -> std::process::Stdio {
+    if std::env::var_os("PLIMSOLL_WORKER_STDERR").is_some() {
+        std::process::Stdio::inherit()
+    } else {
+        std::process::Stdio::null()
+    }
+}
+
 /// Reads `SANDBOX_GUEST_UID` (default 61000) and refuses a uid that
 /// `/etc/passwd` or `/etc/group` of the host already has: a worker must not
 /// share an identity with anything real on the host.
