@@ -1177,3 +1177,36 @@ fn hardened_mode_starts_when_every_condition_holds_with_gvisor() {
         "{info}"
     );
 }
+
+#[test]
+fn request_bodies_in_flight_are_bounded_across_connections() {
+    let d = Setup::new(None)
+        .set("PLIMSOLL_MAX_BODY_BYTES", "4096")
+        .set("PLIMSOLL_MAX_BODY_BYTES_IN_FLIGHT", "8192")
+        .start();
+    // Two clients each declare a 4000-byte body and send only a little:
+    // together they reserve the whole budget.
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut s = TcpStream::connect(d.addr).expect("connect");
+        let head = format!(
+            "POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ALICE}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{{\"language\""
+        );
+        s.write_all(head.as_bytes()).expect("partial body");
+        held.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let r = run(&d, BOB, JS_ONE_PLUS_ONE);
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.code(), "busy");
+    drop(held);
+    let t = Instant::now();
+    loop {
+        let r = run(&d, BOB, JS_ONE_PLUS_ONE);
+        if r.status == 200 {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "{}", r.body);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -156,6 +156,13 @@ impl Workspace {
     }
 }
 
+/// Whether `p` is a path this module would accept inside the workspace:
+/// relative, plain segments only (no `..`, `.`, empty segments, backslashes
+/// or control characters), within the length and depth caps.
+pub fn is_plain_relative_path(p: &str) -> bool {
+    check_relative_path(p).is_ok()
+}
+
 /// Validates a request path and returns it as a relative `PathBuf`.
 fn check_relative_path(p: &str) -> Result<PathBuf, WorkspaceError> {
     let bad = |why| WorkspaceError::BadPath {

@@ -46,6 +46,10 @@ pub struct App {
     pub components: Vec<(String, String)>,
     /// Largest request body, bytes.
     pub max_body: usize,
+    /// KiB of request bodies held at once, across all requests
+    /// (`PLIMSOLL_MAX_BODY_BYTES_IN_FLIGHT`): with many connections each
+    /// sending a large body, memory stays bounded.
+    pub bodies: Arc<tokio::sync::Semaphore>,
     /// Time a client has to send its body.
     pub body_timeout: Duration,
 }
@@ -319,8 +323,13 @@ fn check_profiles(caller: &Caller, grants: &[String]) -> Result<(), ApiError> {
 }
 
 /// Reads a body of at most `max` bytes within `timeout`. Only JSON (or no
-/// content type) is accepted.
-async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+/// content type) is accepted. The returned permit holds the body's share
+/// of the in-flight budget until the request is done.
+async fn read_body(
+    app: &App,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Bytes, tokio::sync::OwnedSemaphorePermit), ApiError> {
     if let Some(ct) = headers.get(header::CONTENT_TYPE) {
         let ct = ct.to_str().unwrap_or("");
         let essence = ct.split(';').next().unwrap_or("").trim();
@@ -345,6 +354,22 @@ async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Bytes, 
     {
         return Err(too_large());
     }
+    // Reserve the body's size (the whole cap when it is not declared)
+    // before reading it.
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(app.max_body as u64);
+    let kib = u32::try_from(declared / 1024 + 1).unwrap_or(u32::MAX);
+    let Ok(permit) = app.bodies.clone().try_acquire_many_owned(kib) else {
+        app.metrics.shed("bodies_in_flight");
+        return Err(ApiError::new(
+            "busy",
+            "too many request bodies are being received; try again shortly",
+        )
+        .retry_after(1));
+    };
     let limited = http_body_util::Limited::new(body, app.max_body);
     match tokio::time::timeout(app.body_timeout, limited.collect()).await {
         Err(_) => Err(ApiError::new(
@@ -363,7 +388,7 @@ async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Bytes, 
                 ))
             }
         }
-        Ok(Ok(c)) => Ok(c.to_bytes()),
+        Ok(Ok(c)) => Ok((c.to_bytes(), permit)),
     }
 }
 
@@ -374,14 +399,13 @@ async fn begin(
     app: &App,
     headers: &HeaderMap,
     body: Body,
-) -> Result<(Arc<Caller>, Bytes), ApiError> {
+) -> Result<(Arc<Caller>, Bytes, tokio::sync::OwnedSemaphorePermit), ApiError> {
     let caller = app.authorize(headers, Some(Scope::CodeRun))?;
     app.check_open()?;
     app.quotas.check_rate(&caller).map_err(|s| app.shed(s))?;
-    let bytes = read_body(app, headers, body).await?;
-    Ok((caller, bytes))
+    let (bytes, permit) = read_body(app, headers, body).await?;
+    Ok((caller, bytes, permit))
 }
-
 macro_rules! tri {
     ($e:expr) => {
         match $e {
@@ -407,7 +431,7 @@ macro_rules! tri {
 )]
 pub async fn create_run(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     let started = Instant::now();
-    let (caller, bytes) = tri!(begin(&app, &headers, body).await);
+    let (caller, bytes, _body_permit) = tri!(begin(&app, &headers, body).await);
     let mut req: RunRequest = tri!(parse_json(&bytes));
     drop(bytes);
     tri!(app.bind_to_caller(&caller, &mut req));
@@ -435,7 +459,7 @@ pub async fn create_run(State(app): State<Arc<App>>, headers: HeaderMap, body: B
 )]
 pub async fn open_session(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     let started = Instant::now();
-    let (caller, bytes) = tri!(begin(&app, &headers, body).await);
+    let (caller, bytes, _body_permit) = tri!(begin(&app, &headers, body).await);
     let sreq: SessionRequest = tri!(parse_json(&bytes));
     let mut req = RunRequest {
         language: sreq.language,
@@ -513,7 +537,7 @@ pub async fn session_run(
     body: Body,
 ) -> Response {
     let started = Instant::now();
-    let (caller, bytes) = tri!(begin(&app, &headers, body).await);
+    let (caller, bytes, _body_permit) = tri!(begin(&app, &headers, body).await);
     let mut req: RunRequest = tri!(parse_json(&bytes));
     drop(bytes);
     tri!(app.bind_to_caller(&caller, &mut req));

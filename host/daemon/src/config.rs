@@ -37,6 +37,8 @@ pub const COMPONENTS_DIR_ENV: &str = "PLIMSOLL_COMPONENTS_DIR";
 pub const GUEST_PINS_ENV: &str = "PLIMSOLL_GUEST_PINS";
 /// The largest request body accepted, in bytes.
 pub const MAX_BODY_ENV: &str = "PLIMSOLL_MAX_BODY_BYTES";
+/// Bytes of request bodies held at once; more are shed with 503.
+pub const MAX_BODY_IN_FLIGHT_ENV: &str = "PLIMSOLL_MAX_BODY_BYTES_IN_FLIGHT";
 /// Runs in flight across all callers; more are shed with 503.
 pub const MAX_INFLIGHT_ENV: &str = "PLIMSOLL_MAX_INFLIGHT";
 /// Open connections per listener; more are closed at accept.
@@ -79,6 +81,8 @@ pub struct DaemonConfig {
     pub guest_pins: Vec<String>,
     /// Largest request body, bytes.
     pub max_body_bytes: usize,
+    /// Bytes of request bodies held at once.
+    pub max_body_in_flight: u64,
     /// Runs in flight across all callers.
     pub max_inflight: usize,
     /// Open connections per listener.
@@ -205,6 +209,7 @@ impl DaemonConfig {
             components_dir: var(COMPONENTS_DIR_ENV)?.map(PathBuf::from),
             guest_pins,
             max_body_bytes: number(MAX_BODY_ENV, 32usize << 20)?,
+            max_body_in_flight: number(MAX_BODY_IN_FLIGHT_ENV, 512u64 << 20)?,
             max_inflight: number(MAX_INFLIGHT_ENV, (cores * 32).max(64))?,
             max_connections: number(MAX_CONNECTIONS_ENV, 1024usize)?,
             drain: Duration::from_secs(number(DRAIN_SECS_ENV, 30u64)?),

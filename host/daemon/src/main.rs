@@ -120,6 +120,12 @@ async fn run() -> ExitCode {
                 .push("PLIMSOLL_INSECURE=1 is allowed only when every listener is loopback".into());
         }
     }
+    if cfg.max_body_in_flight < cfg.max_body_bytes as u64 {
+        problems.push(format!(
+            "PLIMSOLL_MAX_BODY_BYTES_IN_FLIGHT ({}) is below PLIMSOLL_MAX_BODY_BYTES ({}): no large request could ever be read",
+            cfg.max_body_in_flight, cfg.max_body_bytes
+        ));
+    }
     if !cfg.hardened && !problems.is_empty() {
         return refuse(&problems);
     }
@@ -249,6 +255,11 @@ async fn run() -> ExitCode {
         draining: Default::default(),
         components,
         max_body: cfg.max_body_bytes,
+        bodies: Arc::new(tokio::sync::Semaphore::new(
+            usize::try_from(cfg.max_body_in_flight / 1024)
+                .unwrap_or(usize::MAX)
+                .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
+        )),
         body_timeout: cfg.body_timeout,
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

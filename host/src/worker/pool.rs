@@ -592,6 +592,32 @@ fn sanitize(r: &mut RunResult, env: &Envelope) {
     if let Some(v) = &mut r.result {
         cap(v, env.result_bytes, &mut r.result_truncated);
     }
+    // Paths, sizes and hashes are checked again: a compromised worker could
+    // name `../../etc/passwd` and an embedder might write artifacts out.
+    let mut refused = Vec::new();
+    r.artifacts.retain_mut(|a| {
+        if !crate::workspace::is_plain_relative_path(&a.path) {
+            refused.push(crate::run::RefusedArtifact {
+                path: a.path.chars().take(256).collect(),
+                reason: "invalid_path_from_worker".into(),
+            });
+            return false;
+        }
+        a.size = a.content.len() as u64;
+        a.sha256 = crate::component_cache::content_hash(a.content.as_bytes());
+        true
+    });
+    r.artifacts_refused
+        .truncate(usize::try_from(env.artifact_files).unwrap_or(usize::MAX));
+    for ra in &mut r.artifacts_refused {
+        ra.path = ra.path.chars().take(256).collect();
+        ra.reason = ra.reason.chars().take(64).collect();
+    }
+    r.artifacts_refused.extend(refused);
+    if let Some(e) = &mut r.error {
+        e.code = e.code.chars().take(64).collect();
+        e.message = e.message.chars().take(2048).collect();
+    }
     let mut total = 0u64;
     let max_files = usize::try_from(env.artifact_files).unwrap_or(usize::MAX);
     if r.artifacts.len() > max_files {
