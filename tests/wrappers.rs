@@ -68,6 +68,19 @@ fn req(component: &str) -> RunRequest {
     RunRequest::component(component)
 }
 
+/// Asserts that `iso`'s evidence has each named check, and that it passed.
+fn assert_checks_pass(iso: &plimsoll::Isolation, names: &[&str]) {
+    for name in names {
+        let c = iso
+            .evidence
+            .checks
+            .iter()
+            .find(|c| c.name == *name)
+            .unwrap_or_else(|| panic!("no `{name}` check: {:#?}", iso.evidence));
+        assert!(c.passed, "{name}: {}", c.observed);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_smoke_test_passes_and_its_evidence_is_in_every_result() {
     let Some(s) = shared() else { return };
@@ -75,26 +88,21 @@ async fn the_smoke_test_passes_and_its_evidence_is_in_every_result() {
     assert_eq!(iso.tier, Tier::Container, "{:#?}", iso.evidence);
     assert_eq!(iso.provider, "wasm+bwrap");
     assert_eq!(iso.wrapper.as_deref(), Some("bwrap"));
-    for name in [
-        "wrapper",
-        "network_interfaces",
-        "writable_paths",
-        "environment",
-        "uid",
-        "capabilities",
-        "pid_namespace",
-        "host_files",
-        "seccomp",
-        "limits",
-    ] {
-        let c = iso
-            .evidence
-            .checks
-            .iter()
-            .find(|c| c.name == name)
-            .unwrap_or_else(|| panic!("no `{name}` check: {:#?}", iso.evidence));
-        assert!(c.passed, "{name}: {}", c.observed);
-    }
+    assert_checks_pass(
+        &iso,
+        &[
+            "wrapper",
+            "network_interfaces",
+            "writable_paths",
+            "environment",
+            "uid",
+            "capabilities",
+            "pid_namespace",
+            "host_files",
+            "seccomp",
+            "limits",
+        ],
+    );
     let uid_check = iso.evidence.checks.iter().find(|c| c.name == "uid");
     assert!(uid_check.is_some_and(|c| c.observed.contains("61000")));
 
@@ -621,24 +629,19 @@ async fn gvisor_proves_the_kernel_tier_and_runs_guests_inside_it() {
     assert_eq!(iso.tier, Tier::Kernel, "{:#?}", iso.evidence);
     assert_eq!(iso.provider, "wasm+gvisor");
     assert_eq!(iso.wrapper.as_deref(), Some("gvisor"));
-    for name in [
-        "wrapper",
-        "network_interfaces",
-        "writable_paths",
-        "environment",
-        "uid",
-        "capabilities",
-        "host_files",
-        "kernel",
-    ] {
-        let c = iso
-            .evidence
-            .checks
-            .iter()
-            .find(|c| c.name == name)
-            .unwrap_or_else(|| panic!("no `{name}` check: {:#?}", iso.evidence));
-        assert!(c.passed, "{name}: {}", c.observed);
-    }
+    assert_checks_pass(
+        &iso,
+        &[
+            "wrapper",
+            "network_interfaces",
+            "writable_paths",
+            "environment",
+            "uid",
+            "capabilities",
+            "host_files",
+            "kernel",
+        ],
+    );
     let wrapper = iso.evidence.checks.iter().find(|c| c.name == "wrapper");
     assert!(wrapper.is_some_and(|c| c.observed.contains("platform")));
 
