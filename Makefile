@@ -15,19 +15,30 @@ GUESTS_OUT := $(CURDIR)/target/guests
 PLIMSOLL := $(TARGET_DIR)/release/plimsoll
 export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
 
-.PHONY: soak bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest build demo test lint bench bench-peers clean
+.PHONY: microvm microvm-image soak bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest build demo test lint bench bench-peers clean
 
 APT := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
 
-## Toolchain pieces the project needs (idempotent): the wasm32-wasip2
-## target, and bubblewrap and gVisor for the wrapped providers and their
-## tests.
+## Toolchain pieces the project needs (idempotent): the wasm32-wasip2 and
+## musl targets, and for the wrapped providers and their tests bubblewrap,
+## gVisor, QEMU and musl-gcc (the microVM's static worker).
 setup:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
-	@{ command -v bwrap && command -v runsc; } >/dev/null 2>&1 || { \
-		echo "== installing bubblewrap and gVisor (runsc) for the wrapped providers"; \
+	@rustup target list --installed | grep -qx x86_64-unknown-linux-musl || rustup target add x86_64-unknown-linux-musl
+	@{ command -v bwrap && command -v runsc && command -v qemu-system-x86_64 && command -v musl-gcc && command -v cpio; } >/dev/null 2>&1 || { \
+		echo "== installing bubblewrap, gVisor (runsc), QEMU and musl-tools for the wrapped providers"; \
 		DEBIAN_FRONTEND=noninteractive $(APT) update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq bubblewrap runsc; }
+		DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq --no-install-recommends \
+			bubblewrap runsc qemu-system-x86 musl-tools cpio; }
+
+## The microVM provider's parts: the kernel and virtio modules from
+## Debian's kernel package, and the static (musl) worker that is its /init.
+microvm: microvm-image
+	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build --release \
+		--target x86_64-unknown-linux-musl -p plimsoll --bin plimsoll-worker
+
+microvm-image: setup
+	host/microvm/build-image.sh
 
 ## Every guest: the example and hostile guests, and the interpreters.
 guests: example-guests python-guest javascript-guest
@@ -67,7 +78,7 @@ demo: guests build
 	@echo '--- escape: a hostile guest trying to read the host (expect only "blocked")'
 	$(PLIMSOLL) run --provider wasm $(GUESTS_OUT)/escape.wasm
 
-test: guests
+test: guests microvm
 	python3 guests/python/test_guest.py
 	$(CARGO) test --release --workspace
 	$(CARGO) test --manifest-path guests/javascript/Cargo.toml
@@ -84,7 +95,7 @@ bench: guests
 
 ## Per-run latency at each tier (in-process, bubblewrap warm and cold)
 ## against python3 per run, bare and under bubblewrap.
-bench-wrappers: guests
+bench-wrappers: guests microvm
 	$(CARGO) bench -p plimsoll --bench wrappers
 
 ## The daemon over HTTP against the library call, 1/8/64 clients.

@@ -1,9 +1,9 @@
 //! Per-run latency at each tier this build has, in one run: `1+1` in
 //! JavaScript and Python in-process (`wasm`) and in bubblewrap workers
-//! (`wasm+bwrap`) and gVisor workers (`wasm+gvisor`) with a warm pool, a
-//! cold worker start, and what a user
-//! would do without plimsoll: start `python3` per run, bare and under
-//! bubblewrap.
+//! (`wasm+bwrap`), gVisor workers (`wasm+gvisor`) and QEMU microVMs
+//! (`wasm+microvm`, under TCG where KVM cannot boot a kernel) with a warm
+//! pool, a cold worker start, and what a user would do without plimsoll:
+//! start `python3` per run, bare, under bubblewrap and under `runsc do`.
 //!
 //! `make bench-wrappers` (or `cargo bench -p plimsoll --bench wrappers`).
 
@@ -41,6 +41,12 @@ fn sandbox(provider: ProviderKind, warm: usize, dir: &Path) -> Sandbox {
             warm,
             max: 16,
             image_dir: Some(repo().join("target/test-worker-images")),
+            microvm: Some(plimsoll::wrapper::microvm::MicrovmSettings {
+                // The bench measures whatever accelerator works here; the
+                // row says which.
+                allow_tcg: true,
+                ..plimsoll::wrapper::microvm::MicrovmSettings::from_env()
+            }),
         },
         ..SandboxConfig::default()
     })
@@ -173,7 +179,59 @@ fn main() {
             "print(1+1)",
         ],
     );
+    let rs = command(
+        n / 4,
+        &[
+            "runsc",
+            "--network=none",
+            "do",
+            "python3",
+            "-S",
+            "-c",
+            "print(1+1)",
+        ],
+    );
     println!("| `python3 -S -c` per run (no sandbox) | – | {py:.2} |");
     println!("| `python3 -S -c` under bubblewrap per run | – | {bw:.2} |");
+    println!("| `python3 -S -c` under `runsc do` per run | – | {rs:.2} |");
     drop((inproc, warm, cold, gvisor, gvisor_cold));
+
+    // The microVM last: its boots take seconds under TCG, so it gets few
+    // runs, each after a gap long enough for the warm pool to refill.
+    if std::env::var_os("PLIMSOLL_BENCH_SKIP_MICROVM").is_some() {
+        return;
+    }
+    let vm = sandbox(ProviderKind::WasmMicrovm, 2, tmp.path());
+    let accel = vm
+        .isolation()
+        .evidence
+        .checks
+        .iter()
+        .find(|c| c.name == "accelerator")
+        .map(|c| c.observed.split(' ').next().unwrap_or("?").to_owned())
+        .unwrap_or_default();
+    let vn = (n / 8).max(3);
+    let vgap = Duration::from_secs(15);
+    let _ = runs(&rt, &vm, Language::Javascript, 1, vgap);
+    let (vj, vp) = (
+        runs(&rt, &vm, Language::Javascript, vn, vgap),
+        runs(&rt, &vm, Language::Python, vn, vgap),
+    );
+    row(
+        &format!("`wasm+microvm` ({accel}), warm pool (tier vm), {vn} runs"),
+        vj,
+        vp,
+    );
+    row("microVM over in-process", vj - ij, vp - ip);
+    drop(vm);
+    let vm_cold = sandbox(ProviderKind::WasmMicrovm, 0, tmp.path());
+    let (vcj, vcp) = (
+        runs(&rt, &vm_cold, Language::Javascript, 3, gap),
+        runs(&rt, &vm_cold, Language::Python, 3, gap),
+    );
+    row(
+        &format!("`wasm+microvm` ({accel}), cold VM per run, 3 runs"),
+        vcj,
+        vcp,
+    );
 }

@@ -1,12 +1,14 @@
 //! The wrapped providers with their real parts: `plimsoll-worker` processes
-//! in bubblewrap namespaces under our seccomp filter. Every test here needs
-//! `bwrap`; on a machine without it each test says so and is skipped (CI
-//! installs it, so CI never skips).
+//! in bubblewrap namespaces under our seccomp filter, in gVisor, and as the
+//! `/init` of QEMU microVMs. Each test needs its wrapper; on a machine
+//! without it the test says so and is skipped (CI installs bubblewrap,
+//! runsc and QEMU and builds the VM image, so CI never skips).
 
 mod support;
 
 use plimsoll::envelope::Limits;
 use plimsoll::provider::WorkerConfig;
+use plimsoll::wrapper::microvm::MicrovmSettings;
 use plimsoll::{Language, ProviderKind, RunRequest, Sandbox, Status, Tier};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -38,6 +40,7 @@ fn workers(warm: usize, max: usize) -> WorkerConfig {
         warm,
         max,
         image_dir: Some(support::guests_dir().join("../test-worker-images")),
+        microvm: None,
     }
 }
 
@@ -182,15 +185,19 @@ async fn assert_hostile_outcomes(s: &Sandbox, tier: Tier) {
             Status::Timeout,
         ),
     ];
+    // A run includes waiting for a warm worker; under TCG a VM boot takes
+    // seconds of CPU, and these runs use VMs faster than two cores boot
+    // them.
+    let limit = if tier == Tier::Vm {
+        Duration::from_secs(90)
+    } else {
+        Duration::from_secs(20)
+    };
     for (what, request, want) in cases {
         let t = Instant::now();
         let r = s.run(&request).await;
         assert_eq!(r.status, want, "{what}: {:?} {}", r.error, r.stderr);
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "{what} took {:?}",
-            t.elapsed()
-        );
+        assert!(t.elapsed() < limit, "{what} took {:?}", t.elapsed());
         assert_eq!(r.isolation.tier, tier);
     }
     let r = s.run(&req("escape")).await;
@@ -412,6 +419,7 @@ async fn fake_worker_pool(script: String) -> Result<(), String> {
                 command: c,
                 keep: Vec::new(),
                 cleanup: None,
+                diagnostics: None,
             })
         }
         fn expectations(&self, uid: u32) -> Expectations {
@@ -420,6 +428,7 @@ async fn fake_worker_pool(script: String) -> Result<(), String> {
                 seccomp: true,
                 host_kernel: None,
                 wrapper_env: &[],
+                vm: None,
             }
         }
     }
@@ -489,6 +498,7 @@ async fn a_worker_that_writes_garbage_is_refused_at_start() {
                 command: c,
                 keep: Vec::new(),
                 cleanup: None,
+                diagnostics: None,
             })
         }
         fn expectations(&self, uid: u32) -> Expectations {
@@ -497,6 +507,7 @@ async fn a_worker_that_writes_garbage_is_refused_at_start() {
                 seccomp: true,
                 host_kernel: None,
                 wrapper_env: &[],
+                vm: None,
             }
         }
     }
@@ -661,4 +672,268 @@ async fn gvisor_proves_the_kernel_tier_and_runs_guests_inside_it() {
     );
 
     assert_hostile_outcomes(s, Tier::Kernel).await;
+}
+
+// ----------------------------------------------------------------- microVM
+
+/// The microVM settings for this machine, or `None` (with the reason
+/// printed) when a part is missing. TCG is allowed here: on this machine
+/// class `/dev/kvm` is PVM-backed and cannot boot a normal kernel, and the
+/// evidence must then say TCG.
+fn microvm_settings() -> Option<MicrovmSettings> {
+    let mut s = MicrovmSettings::from_env();
+    s.allow_tcg = true;
+    let qemu = std::process::Command::new(&s.qemu)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !qemu {
+        eprintln!(
+            "SKIP: QEMU is missing (apt-get install qemu-system-x86); .ci/run installs it (make microvm)"
+        );
+        return None;
+    }
+    if !s.image.join("vmlinuz").is_file() {
+        eprintln!(
+            "SKIP: no microVM image in {} (make microvm builds it from Debian's kernel package); .ci/run builds it",
+            s.image.display()
+        );
+        return None;
+    }
+    let worker = std::path::Path::new(env!("CARGO_BIN_EXE_plimsoll-worker"));
+    let static_worker = worker
+        .parent()
+        .and_then(|p| Some((p.file_name()?.to_owned(), p.parent()?.to_owned())))
+        .map(|(profile, target)| {
+            target
+                .join("x86_64-unknown-linux-musl")
+                .join(profile)
+                .join("plimsoll-worker")
+        });
+    if s.worker.is_none() && !static_worker.as_ref().is_some_and(|p| p.is_file()) {
+        eprintln!(
+            "SKIP: no static (musl) plimsoll-worker beside {} (make microvm builds it); .ci/run builds it",
+            worker.display()
+        );
+        return None;
+    }
+    Some(s)
+}
+
+fn microvm_sandbox(
+    dir: &std::path::Path,
+    settings: MicrovmSettings,
+    warm: usize,
+    max: usize,
+) -> Result<Sandbox, plimsoll::SandboxError> {
+    support::try_sandbox_in(dir, |c| {
+        c.provider = ProviderKind::WasmMicrovm;
+        c.workers = WorkerConfig {
+            image_dir: Some(dir.join("images")),
+            microvm: Some(settings),
+            ..workers(warm, max)
+        };
+    })
+}
+
+fn microvm_shared() -> Option<&'static Sandbox> {
+    let settings = microvm_settings()?;
+    static S: OnceLock<(tempfile::TempDir, Sandbox)> = OnceLock::new();
+    Some(
+        &S.get_or_init(|| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let s = microvm_sandbox(dir.path(), settings, 2, 6).expect("microvm sandbox");
+            (dir, s)
+        })
+        .1,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn microvm_proves_the_vm_tier_and_runs_guests_inside_it() {
+    let Some(s) = microvm_shared() else { return };
+    let iso = s.isolation();
+    assert_eq!(iso.tier, Tier::Vm, "{:#?}", iso.evidence);
+    assert_eq!(iso.provider, "wasm+microvm");
+    assert_eq!(iso.wrapper.as_deref(), Some("microvm"));
+    assert_checks_pass(
+        &iso,
+        &[
+            "wrapper",
+            "network_interfaces",
+            "writable_paths",
+            "environment",
+            "uid",
+            "capabilities",
+            "pid_namespace",
+            "host_files",
+            "virtual_machine",
+            "accelerator",
+            "limits",
+        ],
+    );
+    let check = |name: &str| {
+        iso.evidence
+            .checks
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.observed.clone())
+            .unwrap_or_default()
+    };
+    // The evidence names the accelerator, and why.
+    assert!(
+        check("wrapper").contains("accelerator"),
+        "{}",
+        check("wrapper")
+    );
+    if check("wrapper").contains("accelerator tcg") {
+        assert!(
+            check("accelerator").contains("PLIMSOLL_MICROVM_ALLOW_TCG"),
+            "{}",
+            check("accelerator")
+        );
+    }
+
+    // A component that was not in the VMs' initramfs yet: the pool boots
+    // one that has it.
+    let r = s.run(&req("hello")).await;
+    assert_eq!(r.status, Status::Ok, "{:?}", r.error);
+    assert_eq!(r.stdout, "hello from plimsoll\n");
+    assert_eq!(r.isolation, iso);
+
+    let mut floor = req("hello");
+    floor.minimum_isolation = Some(Tier::Vm);
+    assert_eq!(s.run(&floor).await.status, Status::Ok);
+
+    assert_hostile_outcomes(s, Tier::Vm).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn microvm_refuses_to_start_on_an_unusable_kvm_unless_tcg_is_allowed() {
+    let Some(mut settings) = microvm_settings() else {
+        return;
+    };
+    let pvm = std::path::Path::new("/sys/module/kvm_pvm").exists()
+        || !std::path::Path::new("/dev/kvm").exists();
+    if !pvm {
+        eprintln!("SKIP: this machine may have a usable KVM; the refusal is for machines without");
+        return;
+    }
+    settings.allow_tcg = false;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let e = microvm_sandbox(dir.path(), settings, 1, 2)
+        .err()
+        .expect("a microVM provider without KVM and without TCG allowed must not start")
+        .to_string();
+    assert!(e.contains("PLIMSOLL_MICROVM_ALLOW_TCG=1"), "{e}");
+    assert!(e.contains("kvm") || e.contains("KVM"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vm_image_that_does_not_boot_is_refused_with_its_cause() {
+    let Some(mut settings) = microvm_settings() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = dir.path().join("bad-image");
+    std::fs::create_dir_all(image.join("modules")).expect("mkdir");
+    std::fs::write(image.join("vmlinuz"), b"not a kernel at all").expect("write");
+    std::fs::copy(
+        settings.image.join("modules/order"),
+        image.join("modules/order"),
+    )
+    .expect("copy");
+    for m in std::fs::read_to_string(settings.image.join("modules/order"))
+        .expect("order")
+        .lines()
+    {
+        std::fs::copy(
+            settings.image.join("modules").join(m),
+            image.join("modules").join(m),
+        )
+        .expect("copy module");
+    }
+    settings.image = image;
+    let t = Instant::now();
+    let e = microvm_sandbox(dir.path(), settings, 1, 2)
+        .err()
+        .expect("a VM that cannot boot must not give a provider")
+        .to_string();
+    assert!(e.contains("wasm+microvm"), "{e}");
+    assert!(
+        e.contains("microvm said"),
+        "the cause is quoted from QEMU: {e}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+}
+
+/// QEMU processes whose stderr log lies under `dir` (each test has its
+/// own directory, so it never hits another test's VMs).
+fn qemu_pids(dir: &std::path::Path) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if !comm.starts_with("qemu-system") {
+            continue;
+        }
+        if std::fs::read_link(format!("/proc/{pid}/fd/2")).is_ok_and(|p| p.starts_with(dir)) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vm_killed_mid_run_fails_only_that_run() {
+    let Some(settings) = microvm_settings() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = std::sync::Arc::new(microvm_sandbox(dir.path(), settings, 1, 3).expect("sandbox"));
+    // A first, short run writes the component's image, so the VM the pool
+    // boots next has it; give that VM time to boot (TCG: a few seconds).
+    let short = s
+        .run(&with_limits(
+            req("spin"),
+            Limits {
+                wall_time_ms: Some(200),
+                ..Limits::default()
+            },
+        ))
+        .await;
+    assert_eq!(short.status, Status::Timeout, "{:?}", short.error);
+    let t = Instant::now();
+    while s.idle_workers() != Some(1) {
+        assert!(t.elapsed() < Duration::from_secs(120), "no VM became warm");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let s2 = s.clone();
+    let run = tokio::spawn(async move {
+        s2.run(&with_limits(
+            req("spin"),
+            Limits {
+                wall_time_ms: Some(8000),
+                ..Limits::default()
+            },
+        ))
+        .await
+    });
+    // The run took the warm VM and its guest spins: kill every VM of this
+    // sandbox (the run's, and the replacement being booted).
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let victims = qemu_pids(dir.path());
+    assert!(!victims.is_empty(), "no VM found");
+    for victim in victims {
+        // SAFETY: kill(2) on a QEMU process this test's sandbox started.
+        unsafe {
+            libc::kill(victim, libc::SIGKILL);
+        }
+    }
+    let r = run.await.expect("run task");
+    assert_eq!(r.status, Status::WorkerLost, "{:?}", r.error);
+    let ok = s.run(&req("hello")).await;
+    assert_eq!(ok.status, Status::Ok, "after the kill: {:?}", ok.error);
 }

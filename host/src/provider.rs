@@ -87,6 +87,12 @@ pub trait Provider: Send + Sync {
     /// immediately before each dispatch.
     fn isolation(&self) -> Isolation;
 
+    /// Workers started, checked and waiting for a run, for providers that
+    /// keep a warm pool (`None` for in-process providers).
+    fn idle_workers(&self) -> Option<usize> {
+        None
+    }
+
     /// Runs `guest` once. The caller has already checked the floor, the
     /// request and the envelope.
     fn run<'a>(
@@ -227,6 +233,9 @@ pub struct WorkerConfig {
     /// Where guest images for workers are written (default
     /// `<state>/worker-images`).
     pub image_dir: Option<std::path::PathBuf>,
+    /// The microVM's settings (`wasm+microvm`); `None` reads them from the
+    /// environment when the provider starts.
+    pub microvm: Option<crate::wrapper::microvm::MicrovmSettings>,
 }
 
 impl Default for WorkerConfig {
@@ -236,6 +245,7 @@ impl Default for WorkerConfig {
             warm: 2,
             max: 16,
             image_dir: None,
+            microvm: None,
         }
     }
 }
@@ -266,7 +276,7 @@ impl WorkerConfig {
 }
 
 /// Runs guests in `plimsoll-worker` processes inside a wrapper
-/// (`wasm+bwrap`, `wasm+gvisor`). Its tier is the wrapper's only if the start-up smoke
+/// (`wasm+bwrap`, `wasm+gvisor`, `wasm+microvm`). Its tier is the wrapper's only if the start-up smoke
 /// test passed; otherwise it refuses every run.
 pub struct WrappedProvider {
     name: &'static str,
@@ -298,6 +308,7 @@ impl WrappedProvider {
         workspace_bytes: u64,
         guests: Vec<Guest>,
     ) -> Result<WrappedProvider, String> {
+        let worker_bin = config.resolve_bin()?;
         let wrapper: std::sync::Arc<dyn crate::wrapper::Wrapper> = match kind {
             ProviderKind::WasmBwrap => std::sync::Arc::new(
                 crate::wrapper::bwrap::Bwrap::detect().map_err(|e| e.to_string())?,
@@ -306,10 +317,20 @@ impl WrappedProvider {
                 crate::wrapper::gvisor::Gvisor::detect(image_dir.parent().unwrap_or(&image_dir))
                     .map_err(|e| e.to_string())?,
             ),
+            ProviderKind::WasmMicrovm => std::sync::Arc::new(
+                crate::wrapper::microvm::Microvm::detect(
+                    image_dir.parent().unwrap_or(&image_dir),
+                    &worker_bin,
+                    &config
+                        .microvm
+                        .clone()
+                        .unwrap_or_else(crate::wrapper::microvm::MicrovmSettings::from_env),
+                )
+                .map_err(|e| e.to_string())?,
+            ),
             other => return Err(format!("{other} has no worker wrapper in this build")),
         };
         let uid = crate::wrapper::guest_uid().map_err(|e| e.to_string())?;
-        let worker_bin = config.resolve_bin()?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("plimsoll-workers")
@@ -364,6 +385,10 @@ impl Provider for WrappedProvider {
 
     fn isolation(&self) -> Isolation {
         self.pool.isolation()
+    }
+
+    fn idle_workers(&self) -> Option<usize> {
+        Some(self.pool.idle())
     }
 
     fn run<'a>(

@@ -72,10 +72,6 @@ pub enum SandboxError {
         "the envelope allows {envelope} bytes of memory but the engine's pool slots hold {engine}; raise the engine's max_memory_bytes"
     )]
     PoolTooSmall { envelope: u64, engine: u64 },
-    #[error(
-        "provider {0} is not available in this build; use `wasm`, `wasm+bwrap`, `wasm+gvisor` or `disabled`"
-    )]
-    ProviderUnavailable(ProviderKind),
     #[error("provider {provider} cannot start: {why}")]
     Wrapper { provider: ProviderKind, why: String },
     #[error("the {language} interpreter component {path}: {source}")]
@@ -130,7 +126,9 @@ impl Sandbox {
         let provider: Arc<dyn Provider> = match config.provider {
             ProviderKind::Disabled => Arc::new(DisabledProvider),
             ProviderKind::Wasm => Arc::new(WasmProvider::new(runtime.clone())),
-            kind @ (ProviderKind::WasmBwrap | ProviderKind::WasmGvisor) => {
+            kind @ (ProviderKind::WasmBwrap
+            | ProviderKind::WasmGvisor
+            | ProviderKind::WasmMicrovm) => {
                 let image_dir =
                     config.workers.image_dir.clone().unwrap_or_else(|| {
                         crate::config::default_state_dir().join("worker-images")
@@ -151,7 +149,6 @@ impl Sandbox {
                     })?,
                 )
             }
-            other => return Err(SandboxError::ProviderUnavailable(other)),
         };
         Ok(Sandbox {
             provider,
@@ -168,6 +165,12 @@ impl Sandbox {
     /// The isolation runs get right now.
     pub fn isolation(&self) -> Isolation {
         self.provider.isolation()
+    }
+
+    /// Warm workers waiting for a run, under a wrapped provider (`None`
+    /// in-process).
+    pub fn idle_workers(&self) -> Option<usize> {
+        self.provider.idle_workers()
     }
 
     /// The provider's name.

@@ -61,6 +61,15 @@ pub fn interpreters() -> Vec<(Language, PathBuf)> {
 /// A sandbox with the `wasm` provider, its workspaces in `dir`, every
 /// example guest registered under its name, and both interpreters.
 pub fn sandbox_in(dir: &Path, tweak: impl FnOnce(&mut SandboxConfig)) -> Sandbox {
+    try_sandbox_in(dir, tweak).expect("sandbox")
+}
+
+/// [`sandbox_in`], returning the error of a sandbox that cannot start.
+#[allow(dead_code)]
+pub fn try_sandbox_in(
+    dir: &Path,
+    tweak: impl FnOnce(&mut SandboxConfig),
+) -> Result<Sandbox, plimsoll::SandboxError> {
     let mut cfg = SandboxConfig {
         provider: ProviderKind::Wasm,
         runtime: RuntimeConfig {
@@ -75,13 +84,13 @@ pub fn sandbox_in(dir: &Path, tweak: impl FnOnce(&mut SandboxConfig)) -> Sandbox
         ..SandboxConfig::default()
     };
     tweak(&mut cfg);
-    let sandbox = Sandbox::new(cfg).expect("sandbox");
+    let sandbox = Sandbox::new(cfg)?;
     for name in EXAMPLES {
         sandbox
             .register(name, &guest_bytes(name))
             .expect("register guest");
     }
-    sandbox
+    Ok(sandbox)
 }
 
 /// Every example guest.

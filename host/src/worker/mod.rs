@@ -9,8 +9,11 @@
 //!   calls to the supervisor.
 //! * [`pool`]: the supervisor's side: a warm pool of workers, one run per
 //!   worker, a dead or lying worker failing only its own run.
+//! * [`vm_init`]: the worker as a microVM's `/init`: set up the VM, open
+//!   the virtio-serial port, drop root.
 
 pub mod observe;
 pub mod pool;
 pub mod protocol;
 pub mod serve;
+pub mod vm_init;

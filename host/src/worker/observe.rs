@@ -50,6 +50,13 @@ pub struct Observation {
     pub fsize: Option<u64>,
     /// Whether `/etc/passwd` of the host can be read.
     pub host_passwd_readable: bool,
+    /// `/proc/sys/kernel/random/boot_id`: a VM has a boot of its own.
+    pub boot_id: String,
+    /// Whether the CPU says it runs under a hypervisor (`hypervisor` in
+    /// `/proc/cpuinfo`).
+    pub cpu_hypervisor: bool,
+    /// The kernel's available clock sources (`kvm-clock` only under KVM).
+    pub clocksources: String,
 }
 
 fn status_field(status: &str, name: &str) -> Option<String> {
@@ -59,7 +66,13 @@ fn status_field(status: &str, name: &str) -> Option<String> {
         .map(|v| v.trim().to_owned())
 }
 
-fn rlimit(resource: libc::__rlimit_resource_t) -> Option<u64> {
+// glibc and musl spell getrlimit's resource type differently.
+#[cfg(target_env = "gnu")]
+type Resource = libc::__rlimit_resource_t;
+#[cfg(not(target_env = "gnu"))]
+type Resource = libc::c_int;
+
+fn rlimit(resource: Resource) -> Option<u64> {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -108,6 +121,9 @@ pub fn observe() -> Observation {
         .filter(|d| can_create_in(d))
         .map(|d| d.to_string())
         .collect();
+    // Processes, not kernel threads: inside a VM the guest kernel's own
+    // threads are listed too, and they have an empty command line. One we
+    // cannot read counts as a process.
     let visible_pids = std::fs::read_dir("/proc")
         .map(|rd| {
             rd.filter_map(|e| e.ok())
@@ -117,6 +133,7 @@ pub fn observe() -> Observation {
                         .bytes()
                         .all(|b| b.is_ascii_digit())
                 })
+                .filter(|e| std::fs::read(e.path().join("cmdline")).map_or(true, |c| !c.is_empty()))
                 .count()
         })
         .unwrap_or(0);
@@ -155,7 +172,36 @@ pub fn observe() -> Observation {
         fsize: rlimit(libc::RLIMIT_FSIZE),
         host_passwd_readable: std::fs::read_to_string("/etc/passwd")
             .is_ok_and(|s| s.contains("root:")),
+        boot_id: boot_id(),
+        cpu_hypervisor: std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| {
+            c.lines()
+                .filter(|l| l.starts_with("flags"))
+                .any(|l| l.split_whitespace().any(|f| f == "hypervisor"))
+        }),
+        clocksources: std::fs::read_to_string(
+            "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+        )
+        .map(|s| s.trim().chars().take(200).collect())
+        .unwrap_or_default(),
     }
+}
+
+/// This kernel's boot id (empty if it cannot be read).
+pub fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().chars().take(64).collect())
+        .unwrap_or_default()
+}
+
+/// What a virtual-machine wrapper promises on top of the rest.
+#[derive(Debug, Clone)]
+pub struct VmExpectations {
+    /// The host's boot id: the worker's kernel must have booted on its own.
+    pub host_boot_id: String,
+    /// `kvm` or `tcg`: the accelerator the wrapper chose.
+    pub accelerator: &'static str,
+    /// Why that accelerator (for the evidence).
+    pub accelerator_note: String,
 }
 
 /// What a wrapper promises, to judge an observation against.
@@ -171,6 +217,8 @@ pub struct Expectations {
     /// Environment variable names the wrapper itself sets (bubblewrap sets
     /// `PWD`, runsc `HOME`); nothing of the host's environment may appear.
     pub wrapper_env: &'static [&'static str],
+    /// For a VM: what its own kernel must show.
+    pub vm: Option<VmExpectations>,
 }
 
 /// Judges `o`: one check per property, each with what was observed.
@@ -271,6 +319,43 @@ pub fn judge(o: &Observation, want: &Expectations) -> Vec<EvidenceCheck> {
             "kernel",
             &o.kernel != host,
             format!("worker sees `{}`; host runs `{host}`", o.kernel),
+        );
+    }
+    if let Some(vm) = &want.vm {
+        let own_boot = !o.boot_id.is_empty() && o.boot_id != vm.host_boot_id;
+        check(
+            "virtual_machine",
+            own_boot && o.cpu_hypervisor,
+            format!(
+                "{}; {}; kernel `{}`",
+                if own_boot {
+                    "a boot of its own (boot id differs from the host's)"
+                } else {
+                    "SAME boot as the host"
+                },
+                if o.cpu_hypervisor {
+                    "the CPU reports a hypervisor"
+                } else {
+                    "NO hypervisor flag"
+                },
+                o.kernel
+            ),
+        );
+        // kvm-clock is offered only when KVM backs the vCPU.
+        let kvm_seen = o.clocksources.split_whitespace().any(|c| c == "kvm-clock");
+        check(
+            "accelerator",
+            kvm_seen == (vm.accelerator == "kvm"),
+            format!(
+                "{} (clock sources: {}); {}",
+                if kvm_seen { "kvm" } else { "tcg" },
+                if o.clocksources.is_empty() {
+                    "none readable"
+                } else {
+                    &o.clocksources
+                },
+                vm.accelerator_note
+            ),
         );
     }
     check(

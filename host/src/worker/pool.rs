@@ -77,6 +77,8 @@ impl From<FrameError> for WorkerError {
 /// One started worker.
 pub struct Worker {
     child: Child,
+    /// The guest images it was started with.
+    images: Vec<String>,
     stdin: ChildStdin,
     stdout: ChildStdout,
     cleanup: Option<Box<dyn FnOnce() + Send>>,
@@ -104,6 +106,7 @@ impl Worker {
         guests: Vec<GuestImage>,
     ) -> Result<Worker, WorkerError> {
         let prepared = wrapper.prepare(launch)?;
+        let diagnostics = prepared.diagnostics.clone();
         let mut command = prepared.command;
         let mut child = command
             .spawn()
@@ -114,10 +117,38 @@ impl Worker {
         };
         let mut w = Worker {
             child,
+            images: guests.iter().map(|g| g.path.clone()).collect(),
             stdin,
             stdout,
             cleanup: prepared.cleanup,
         };
+        match w.handshake(engine, guests).await {
+            Ok(()) => Ok(w),
+            Err(e) => {
+                // Quote the wrapper tool's own words before the worker (and
+                // with it the diagnostics file) is cleaned up.
+                let said = diagnostics
+                    .map(|log| crate::wrapper::diagnostics_tail(&log, 300))
+                    .unwrap_or_default();
+                drop(w);
+                if said.is_empty() {
+                    Err(e)
+                } else {
+                    Err(WorkerError::Failed(format!(
+                        "{e}; {} said: {said}",
+                        wrapper.name()
+                    )))
+                }
+            }
+        }
+    }
+
+    async fn handshake(
+        &mut self,
+        engine: WorkerEngine,
+        guests: Vec<GuestImage>,
+    ) -> Result<(), WorkerError> {
+        let w = self;
         let hello = ToWorker::Hello {
             protocol: PROTOCOL_VERSION,
             engine,
@@ -130,7 +161,7 @@ impl Worker {
         .await
         .map_err(|_| WorkerError::StartTimeout(START_TIMEOUT))??;
         match ready {
-            FromWorker::Ready { protocol, .. } if protocol == PROTOCOL_VERSION => Ok(w),
+            FromWorker::Ready { protocol, .. } if protocol == PROTOCOL_VERSION => Ok(()),
             FromWorker::Ready { protocol, .. } => Err(WorkerError::Version { found: protocol }),
             FromWorker::Failed { message } => Err(WorkerError::Failed(clip(&message))),
             _ => Err(WorkerError::Protocol("expected Ready".into())),
@@ -398,6 +429,13 @@ impl Pool {
                     Worker::spawn(p.wrapper.as_ref(), &p.launch, p.engine, p.guest_images()).await;
                 p.starting.fetch_sub(1, Ordering::AcqRel);
                 match started {
+                    Ok(w) if !p.can_run_every_image(&w) => {
+                        // An image was added while it booted: retire it and
+                        // start one that has every image.
+                        drop(w);
+                        drop(guard);
+                        Pool::refill(&p);
+                    }
                     Ok(w) => {
                         // The idle worker keeps its place in `alive`.
                         std::mem::forget(guard);
@@ -413,6 +451,18 @@ impl Pool {
                 }
             });
         }
+    }
+
+    /// Whether `w` can load every image known now (always, unless the
+    /// wrapper fixes a worker's images when it starts).
+    fn can_run_every_image(&self, w: &Worker) -> bool {
+        !self.wrapper.images_fixed_at_start()
+            || self
+                .images
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .values()
+                .all(|i| w.images.contains(&i.path))
     }
 
     /// An idle worker, if there is one (and a replacement is started).
@@ -496,6 +546,18 @@ impl Pool {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(guest.identity().to_owned(), img.clone());
+        if self.wrapper.images_fixed_at_start() {
+            // Warm workers that cannot see the new image are retired, so
+            // that the warm set (refilled by the run that follows) has it.
+            let stale: Vec<Worker> = self
+                .idle
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .drain(..)
+                .collect();
+            self.alive.fetch_sub(stale.len(), Ordering::AcqRel);
+            drop(stale);
+        }
         Ok(img)
     }
 
@@ -529,10 +591,31 @@ impl Pool {
             Err(e) => return refuse(&e.code, e.message),
         };
         let started = Instant::now();
-        let (worker, _alive) = match Pool::take(pool).await {
+        let (mut worker, _alive) = match Pool::take(pool).await {
             Ok(w) => w,
             Err(e) => return refuse(&e.code, e.message),
         };
+        if pool.wrapper.images_fixed_at_start() && !worker.images.contains(&image.path) {
+            // A warm worker that predates this guest's image cannot load
+            // it: start one that has it (the warm set catches up).
+            drop(worker);
+            worker = match Worker::spawn(
+                pool.wrapper.as_ref(),
+                &pool.launch,
+                pool.engine,
+                pool.guest_images(),
+            )
+            .await
+            {
+                Ok(w) => w,
+                Err(e) => {
+                    return refuse(
+                        "worker_unavailable",
+                        format!("could not start a {} worker: {e}", pool.wrapper.name()),
+                    );
+                }
+            };
+        }
         let origins: Vec<GrantOrigin> = grants
             .names()
             .filter_map(|n| {

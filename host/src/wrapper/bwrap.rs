@@ -157,6 +157,7 @@ impl Wrapper for Bwrap {
             command: c,
             keep: vec![fd],
             cleanup: None,
+            diagnostics: None,
         })
     }
 
@@ -166,6 +167,7 @@ impl Wrapper for Bwrap {
             seccomp: true,
             host_kernel: None,
             wrapper_env: &["PWD"],
+            vm: None,
         }
     }
 }

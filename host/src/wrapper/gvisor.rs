@@ -254,6 +254,7 @@ impl Wrapper for Gvisor {
             command: c,
             keep: Vec::new(),
             cleanup: Some(Box::new(cleanup)),
+            diagnostics: None,
         })
     }
 
@@ -265,6 +266,7 @@ impl Wrapper for Gvisor {
             seccomp: false,
             host_kernel: Some(host_kernel()),
             wrapper_env: &["HOME"],
+            vm: None,
         }
     }
 }

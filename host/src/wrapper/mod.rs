@@ -6,9 +6,13 @@
 //! * [`bwrap`]: bubblewrap namespaces + our seccomp allow-list, tier
 //!   `container`.
 //! * [`gvisor`]: gVisor's `runsc` (a user-space kernel), tier `kernel`.
+//! * [`microvm`]: a QEMU `microvm` guest whose `/init` is the worker, tier
+//!   `vm` (its initramfs is written by [`initramfs`]).
 
 pub mod bwrap;
 pub mod gvisor;
+pub mod initramfs;
+pub mod microvm;
 pub mod seccomp;
 
 use crate::tier::Tier;
@@ -45,6 +49,19 @@ pub struct Prepared {
     pub keep: Vec<OwnedFd>,
     /// Runs after the worker is gone (e.g. `runsc delete`).
     pub cleanup: Option<Box<dyn FnOnce() + Send>>,
+    /// A file where the wrapper tool writes its own errors; its tail is
+    /// quoted when a worker fails to start.
+    pub diagnostics: Option<PathBuf>,
+}
+
+/// The last `max` characters of a wrapper's diagnostics file, on one line.
+pub fn diagnostics_tail(path: &std::path::Path, max: usize) -> String {
+    let text = std::fs::read(path).unwrap_or_default();
+    let start = text.len().saturating_sub(max * 4);
+    let s = String::from_utf8_lossy(&text[start..]);
+    let s: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let skip = s.chars().count().saturating_sub(max);
+    s.chars().skip(skip).collect()
 }
 
 /// Why a wrapper cannot be used.
@@ -80,6 +97,12 @@ pub trait Wrapper: Send + Sync + 'static {
     fn prepare(&self, launch: &Launch) -> Result<Prepared, WrapperError>;
     /// What the smoke test must observe inside.
     fn expectations(&self, uid: u32) -> Expectations;
+    /// Whether a worker sees only the guest images that existed when it
+    /// started (a VM's initramfs), rather than the live image directory.
+    /// The pool then never hands such a worker a run of a newer image.
+    fn images_fixed_at_start(&self) -> bool {
+        false
+    }
 }
 
 /// Where a worker's stderr goes: nowhere, unless `PLIMSOLL_WORKER_STDERR`

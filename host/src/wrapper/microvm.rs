@@ -1,0 +1,560 @@
+//! `wasm+microvm`: the worker as the `/init` of a QEMU `microvm` guest,
+//! tier `vm`.
+//!
+//! Each worker is one VM: QEMU's `microvm` machine (no PCI, no firmware, no
+//! network device) boots the kernel of Debian's own kernel package with an
+//! initramfs that holds only the static (musl) `plimsoll-worker`, the
+//! `virtio_mmio`/`virtio_console` modules and the precompiled guest images.
+//! The worker talks to the supervisor over one virtio-serial port, which
+//! QEMU connects to its own stdin/stdout (`-chardev stdio`), so the pool
+//! treats a VM like any other worker process.
+//!
+//! Around the VM: QEMU runs with its own seccomp sandbox (`-sandbox on`, no
+//! spawning, no privilege changes) and, when the supervisor is root, as
+//! `SANDBOX_GUEST_UID` with no supplementary groups (plus `kvm` under KVM);
+//! the kernel and initramfs reach it as inherited file descriptors, so it
+//! needs no access to the supervisor's directories.
+//!
+//! **Accelerator.** KVM when `/dev/kvm` can run a normal kernel. Where it
+//! cannot — no `/dev/kvm`, no vmx/svm, or a PVM-backed `/dev/kvm`
+//! (`kvm_pvm`, which cannot boot a stock kernel) — the provider refuses to
+//! start, unless `PLIMSOLL_MICROVM_ALLOW_TCG=1` allows QEMU's software
+//! emulation (TCG: the same boundary, far slower; about 3 s per boot). The
+//! accelerator is named in the evidence and checked from inside the VM.
+//!
+//! The VM image (kernel and modules) is built by
+//! `host/microvm/build-image.sh` into `PLIMSOLL_MICROVM_IMAGE` (default
+//! `~/.cache/plimsoll/microvm`). The static worker is
+//! `PLIMSOLL_MICROVM_WORKER`, else the musl build next to the target
+//! directory of the normal worker.
+
+use super::{Launch, Prepared, Wrapper, WrapperError};
+use crate::tier::Tier;
+use crate::worker::observe::{Expectations, VmExpectations, boot_id};
+use crate::worker::vm_init::PORT_NAME;
+use crate::wrapper::initramfs::Archive;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The oldest QEMU whose `microvm` machine has what we use.
+const MIN_QEMU: (u32, u32) = (7, 0);
+/// Guest RAM in MiB (`PLIMSOLL_MICROVM_MEMORY_MIB`). QEMU touches only what
+/// the guest uses.
+const DEFAULT_MEMORY_MIB: u64 = 1024;
+
+/// The microVM wrapper.
+pub struct Microvm {
+    qemu: PathBuf,
+    version: String,
+    accel: &'static str,
+    accel_note: String,
+    kernel: PathBuf,
+    modules: PathBuf,
+    kernel_package: String,
+    worker: PathBuf,
+    memory_mib: u64,
+    /// Where initramfs archives are written.
+    work: PathBuf,
+    /// The current archive and the inputs it was built from.
+    initramfs: Mutex<Option<(String, PathBuf)>>,
+    kvm_gid: Option<u32>,
+    /// The host's TSC frequency, told to a TCG guest.
+    tsc_khz: Option<u64>,
+}
+
+/// The host's TSC frequency in kHz, measured against the monotonic clock
+/// over 50 ms.
+#[cfg(target_arch = "x86_64")]
+fn host_tsc_khz() -> Option<u64> {
+    let start = std::time::Instant::now();
+    // SAFETY: rdtsc has no preconditions on x86_64.
+    let a = unsafe { core::arch::x86_64::_rdtsc() };
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    // SAFETY: as above.
+    let b = unsafe { core::arch::x86_64::_rdtsc() };
+    let ns = start.elapsed().as_nanos();
+    let khz = u128::from(b.checked_sub(a)?) * 1_000_000 / ns.max(1);
+    u64::try_from(khz).ok().filter(|&k| k > 100_000)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn host_tsc_khz() -> Option<u64> {
+    None
+}
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+fn parse_version(text: &str) -> Option<(u32, u32, String)> {
+    // "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)"
+    let v = text
+        .lines()
+        .next()?
+        .split("version ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?;
+    let mut parts = v.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor, v.to_owned()))
+}
+
+/// Whether `/dev/kvm` can boot a normal kernel here, and if not, why.
+fn kvm_usable() -> Result<(), String> {
+    if !Path::new("/dev/kvm").exists() {
+        return Err("there is no /dev/kvm".into());
+    }
+    if Path::new("/sys/module/kvm_pvm").exists() {
+        return Err(
+            "/dev/kvm here is PVM-backed (module kvm_pvm): it cannot boot a normal kernel".into(),
+        );
+    }
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let hw = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("flags"))
+        .any(|l| l.split_whitespace().any(|f| f == "vmx" || f == "svm"));
+    if !hw {
+        return Err("the CPU has no hardware virtualisation (vmx/svm)".into());
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .map_err(|e| format!("cannot open /dev/kvm: {e}"))?;
+    Ok(())
+}
+
+fn kvm_group() -> Option<u32> {
+    let groups = std::fs::read_to_string("/etc/group").ok()?;
+    groups.lines().find_map(|l| {
+        let mut f = l.split(':');
+        (f.next()? == "kvm").then_some(())?;
+        f.nth(1)?.parse().ok()
+    })
+}
+
+fn default_image_dir() -> PathBuf {
+    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(h) => PathBuf::from(h).join(".cache/plimsoll/microvm"),
+        None => PathBuf::from("/var/cache/plimsoll/microvm"),
+    }
+}
+
+/// The static worker: `PLIMSOLL_MICROVM_WORKER`, else the musl build that
+/// sits beside the normal worker's target directory
+/// (`target/release/plimsoll-worker` →
+/// `target/x86_64-unknown-linux-musl/release/plimsoll-worker`).
+fn static_worker(worker_bin: &Path, chosen: Option<&Path>) -> Result<PathBuf, WrapperError> {
+    let candidate = match chosen {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let profile_dir = worker_bin.parent().unwrap_or(Path::new("."));
+            let profile = profile_dir.file_name().unwrap_or_default();
+            let target = profile_dir.parent().unwrap_or(Path::new("."));
+            target
+                .join("x86_64-unknown-linux-musl")
+                .join(profile)
+                .join("plimsoll-worker")
+        }
+    };
+    if !candidate.is_file() {
+        return Err(WrapperError::Setup(format!(
+            "the static worker {} does not exist: build it with `cargo build --release --target x86_64-unknown-linux-musl --bin plimsoll-worker` (make build does) or set PLIMSOLL_MICROVM_WORKER",
+            candidate.display()
+        )));
+    }
+    if !super::shared_libraries(&candidate)?.is_empty() {
+        return Err(WrapperError::Setup(format!(
+            "{} is dynamically linked; the VM's /init must be the static (musl) worker",
+            candidate.display()
+        )));
+    }
+    Ok(candidate)
+}
+
+/// The microVM's settings, from the environment by default.
+#[derive(Debug, Clone)]
+pub struct MicrovmSettings {
+    /// QEMU (`PLIMSOLL_QEMU`, default `qemu-system-x86_64`).
+    pub qemu: PathBuf,
+    /// The kernel and modules (`PLIMSOLL_MICROVM_IMAGE`).
+    pub image: PathBuf,
+    /// The static worker (`PLIMSOLL_MICROVM_WORKER`); `None` = beside the
+    /// normal worker's target directory.
+    pub worker: Option<PathBuf>,
+    /// Whether software emulation may be used when KVM cannot
+    /// (`PLIMSOLL_MICROVM_ALLOW_TCG=1`).
+    pub allow_tcg: bool,
+    /// Guest RAM in MiB (`PLIMSOLL_MICROVM_MEMORY_MIB`, 128–65536).
+    pub memory_mib: u64,
+}
+
+impl MicrovmSettings {
+    /// Reads the `PLIMSOLL_*` variables above.
+    pub fn from_env() -> MicrovmSettings {
+        let path = |k: &str| {
+            std::env::var_os(k)
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+        };
+        MicrovmSettings {
+            qemu: path("PLIMSOLL_QEMU").unwrap_or_else(|| "qemu-system-x86_64".into()),
+            image: path("PLIMSOLL_MICROVM_IMAGE").unwrap_or_else(default_image_dir),
+            worker: path("PLIMSOLL_MICROVM_WORKER"),
+            allow_tcg: std::env::var("PLIMSOLL_MICROVM_ALLOW_TCG").is_ok_and(|v| v == "1"),
+            memory_mib: std::env::var("PLIMSOLL_MICROVM_MEMORY_MIB")
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|&m| (128..=65536).contains(&m))
+                .unwrap_or(DEFAULT_MEMORY_MIB),
+        }
+    }
+}
+
+impl Microvm {
+    /// Finds QEMU, the VM image and the static worker, and picks the
+    /// accelerator. `work` holds the initramfs archives; `worker_bin` is
+    /// the normal worker (used to find the static one).
+    pub fn detect(
+        work: &Path,
+        worker_bin: &Path,
+        settings: &MicrovmSettings,
+    ) -> Result<Microvm, WrapperError> {
+        let qemu = settings.qemu.clone();
+        let out = std::process::Command::new(&qemu)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| WrapperError::Missing {
+                tool: "QEMU (qemu-system-x86_64)",
+                package: "qemu-system-x86",
+                why: e.to_string(),
+            })?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let Some((major, minor, version)) = parse_version(&text).filter(|_| out.status.success())
+        else {
+            return Err(WrapperError::Missing {
+                tool: "QEMU (qemu-system-x86_64)",
+                package: "qemu-system-x86",
+                why: "`--version` did not name a version".into(),
+            });
+        };
+        if (major, minor) < MIN_QEMU {
+            return Err(WrapperError::TooOld {
+                tool: "QEMU",
+                found: version,
+                need: "7.0",
+            });
+        }
+        let image = settings.image.clone();
+        // The uncompressed kernel boots through its PVH entry point without
+        // decompressing itself (half the boot under TCG); the packaged
+        // bzImage is the fallback.
+        let kernel = [image.join("vmlinux"), image.join("vmlinuz")]
+            .into_iter()
+            .find(|k| k.is_file())
+            .unwrap_or_else(|| image.join("vmlinuz"));
+        let modules = image.join("modules");
+        if !kernel.is_file() || !modules.join("order").is_file() {
+            return Err(WrapperError::Setup(format!(
+                "no microVM image in {}: build it with host/microvm/build-image.sh (make microvm-image)",
+                image.display()
+            )));
+        }
+        let kernel_package = std::fs::read_to_string(image.join("version"))
+            .map(|s| s.trim().chars().take(80).collect())
+            .unwrap_or_else(|_| "unknown kernel".into());
+        let worker = static_worker(worker_bin, settings.worker.as_deref())?;
+        let (accel, accel_note) = match kvm_usable() {
+            Ok(()) => ("kvm", "KVM (hardware virtualisation)".to_owned()),
+            Err(why) if settings.allow_tcg => (
+                "tcg",
+                format!(
+                    "TCG software emulation, allowed by PLIMSOLL_MICROVM_ALLOW_TCG=1, because {why}"
+                ),
+            ),
+            Err(why) => {
+                return Err(WrapperError::Setup(format!(
+                    "wasm+microvm needs KVM, and {why}. QEMU's software emulation (TCG) gives the same boundary at a fraction of the speed (about 3 s per boot); it is used only when PLIMSOLL_MICROVM_ALLOW_TCG=1"
+                )));
+            }
+        };
+        let memory_mib = settings.memory_mib;
+        let work = work.join("microvm");
+        std::fs::create_dir_all(&work)
+            .map_err(|e| WrapperError::Setup(format!("{}: {e}", work.display())))?;
+        Ok(Microvm {
+            qemu,
+            version,
+            accel,
+            accel_note,
+            kernel,
+            modules,
+            kernel_package,
+            worker,
+            memory_mib,
+            work,
+            initramfs: Mutex::new(None),
+            kvm_gid: kvm_group(),
+            tsc_khz: if accel == "tcg" { host_tsc_khz() } else { None },
+        })
+    }
+
+    /// The guest images a VM is built with: the regular `.cwasm` files of
+    /// the image directory.
+    fn images(dir: &Path) -> Result<Vec<(String, PathBuf, u64)>, WrapperError> {
+        let rd = std::fs::read_dir(dir)
+            .map_err(|e| WrapperError::Setup(format!("{}: {e}", dir.display())))?;
+        let mut v = Vec::new();
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Ok(md) = e.metadata() else { continue };
+            if md.is_file() && name.ends_with(".cwasm") && !name.starts_with('.') {
+                v.push((name, e.path(), md.len()));
+            }
+        }
+        v.sort();
+        Ok(v)
+    }
+
+    /// The initramfs for `launch`, rebuilt only when its inputs changed
+    /// (a new guest image, a rebuilt worker).
+    fn initramfs(&self, l: &Launch) -> Result<PathBuf, WrapperError> {
+        let err = |e: std::io::Error| WrapperError::Setup(format!("microVM initramfs: {e}"));
+        let images = Microvm::images(&l.image_dir)?;
+        let wmd = std::fs::metadata(&self.worker).map_err(err)?;
+        let key = format!(
+            "{}:{:?}:{}",
+            wmd.len(),
+            wmd.modified().ok(),
+            images
+                .iter()
+                .map(|(n, _, s)| format!("{n}={s}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let mut current = self.initramfs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((k, p)) = &*current
+            && *k == key
+            && p.is_file()
+        {
+            return Ok(p.clone());
+        }
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let path = self
+            .work
+            .join(format!("initramfs-{}-{n}.cpio", std::process::id()));
+        let tmp = path.with_extension("tmp");
+        let file = std::fs::File::create(&tmp).map_err(err)?;
+        let mut a = Archive::new(std::io::BufWriter::new(file));
+        // "." first: it sets the mode of the root itself, which the kernel
+        // otherwise leaves writable by everyone.
+        for d in [".", "proc", "sys", "dev", "work", "guests", "modules"] {
+            a.dir(d, 0o755).map_err(err)?;
+        }
+        a.file_from("init", 0o755, &self.worker).map_err(err)?;
+        let order = std::fs::read_to_string(self.modules.join("order")).map_err(err)?;
+        a.file("modules/order", 0o444, order.as_bytes())
+            .map_err(err)?;
+        for m in order.lines().map(str::trim).filter(|m| !m.is_empty()) {
+            if m.contains('/') || m.starts_with('.') {
+                return Err(WrapperError::Setup(format!(
+                    "modules/order names {m:?}, not a module file"
+                )));
+            }
+            a.file_from(&format!("modules/{m}"), 0o444, &self.modules.join(m))
+                .map_err(err)?;
+        }
+        for (name, src, _) in &images {
+            a.file_from(&format!("guests/{name}"), 0o444, src)
+                .map_err(err)?;
+        }
+        a.finish().map_err(err)?;
+        std::fs::rename(&tmp, &path).map_err(err)?;
+        // The archive QEMU reads is a copy in its memory from the moment
+        // it starts, so the previous one can go.
+        if let Some((_, old)) = current.replace((key, path.clone())) {
+            let _ = std::fs::remove_file(old);
+        }
+        Ok(path)
+    }
+}
+
+/// Opens `p` for QEMU to inherit (without close-on-exec).
+fn inheritable(p: &Path) -> Result<OwnedFd, WrapperError> {
+    let f =
+        std::fs::File::open(p).map_err(|e| WrapperError::Setup(format!("{}: {e}", p.display())))?;
+    let fd = OwnedFd::from(f);
+    // SAFETY: clearing FD_CLOEXEC on a descriptor we own.
+    let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) };
+    if rc != 0 {
+        return Err(WrapperError::Setup(format!(
+            "fcntl: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(fd)
+}
+
+impl Wrapper for Microvm {
+    fn name(&self) -> &'static str {
+        "microvm"
+    }
+
+    fn tier(&self) -> Tier {
+        Tier::Vm
+    }
+
+    fn version(&self) -> String {
+        format!(
+            "QEMU {} microvm, accelerator {}, kernel {}",
+            self.version, self.accel, self.kernel_package
+        )
+    }
+
+    fn images_fixed_at_start(&self) -> bool {
+        true
+    }
+
+    fn prepare(&self, l: &Launch) -> Result<Prepared, WrapperError> {
+        let initramfs = self.initramfs(l)?;
+        let kernel_fd = inheritable(&self.kernel)?;
+        let initrd_fd = inheritable(&initramfs)?;
+        let mut append = vec![
+            "console=ttyS0".to_owned(),
+            "quiet".into(),
+            "panic=-1".into(),
+            "reboot=t".into(),
+            "rdinit=/init".into(),
+            format!("plimsoll.uid={}", l.uid),
+            format!("plimsoll.work_bytes={}", l.workspace_bytes),
+        ];
+        if let Some(khz) = self.tsc_khz {
+            // Under TCG the guest reads the host's TSC but cannot calibrate
+            // it (no PIT or HPET to compare with): without its frequency a
+            // boot hangs in calibration, and with a wrong one the guest's
+            // timers run tens of times slow. lpj is per jiffy at HZ=250.
+            append.push(format!("tsc_early_khz={khz}"));
+            append.push(format!("lpj={}", khz.saturating_mul(4)));
+        }
+        let mut c = tokio::process::Command::new(&self.qemu);
+        c.arg("-M")
+            .arg("microvm,x-option-roms=off,isa-serial=on,rtc=off")
+            .args(["-accel", self.accel])
+            .args(["-cpu", if self.accel == "kvm" { "host" } else { "max" }])
+            .args(["-smp", "1"])
+            .arg("-m")
+            .arg(format!("{}M", self.memory_mib))
+            .args(["-nodefaults", "-no-user-config", "-display", "none"])
+            .arg("-no-reboot")
+            // QEMU's own seccomp filter: no spawning, no privilege changes,
+            // no obsolete system calls.
+            .args([
+                "-sandbox",
+                "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+            ])
+            .arg("-kernel")
+            .arg(format!("/proc/self/fd/{}", kernel_fd.as_raw_fd()))
+            .arg("-initrd")
+            .arg(format!("/proc/self/fd/{}", initrd_fd.as_raw_fd()))
+            .arg("-append")
+            .arg(append.join(" "));
+        // Debugging only: the guest's console on the supervisor's stderr
+        // (QEMU then keeps the supervisor's uid, to be able to open it).
+        let debug = std::env::var_os("PLIMSOLL_WORKER_STDERR").is_some();
+        if debug {
+            c.args(["-serial", "file:/dev/stderr"]);
+        } else {
+            c.args(["-serial", "null"]);
+        }
+        c.args(["-device", "virtio-serial-device,max_ports=2"])
+            .args(["-chardev", "stdio,id=port,signal=off"])
+            .arg("-device")
+            .arg(format!("virtserialport,chardev=port,name={PORT_NAME}"));
+        // QEMU's own complaints (a kernel it cannot load, a device it
+        // refuses) go to a file the pool quotes when a VM fails to start.
+        // The guest's console is not in it: that is guest-controlled and
+        // unbounded.
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let log = self
+            .work
+            .join(format!("qemu-{}-{n}.log", std::process::id()));
+        let stderr = if debug {
+            Stdio::inherit()
+        } else {
+            std::fs::File::create(&log)
+                .map(Stdio::from)
+                .map_err(|e| WrapperError::Setup(format!("{}: {e}", log.display())))?
+        };
+        c.env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .kill_on_drop(true);
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } == 0 && !debug {
+            let uid = l.uid;
+            let groups: Vec<libc::gid_t> = match (self.accel, self.kvm_gid) {
+                ("kvm", Some(g)) => vec![g],
+                _ => Vec::new(),
+            };
+            // SAFETY: the closure runs in the child between fork and exec
+            // and calls only async-signal-safe system calls.
+            unsafe {
+                c.pre_exec(move || {
+                    if libc::setgroups(groups.len(), groups.as_ptr()) != 0
+                        || libc::setresgid(uid, uid, uid) != 0
+                        || libc::setresuid(uid, uid, uid) != 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let remove = log.clone();
+        Ok(Prepared {
+            command: c,
+            keep: vec![kernel_fd, initrd_fd],
+            cleanup: Some(Box::new(move || {
+                let _ = std::fs::remove_file(remove);
+            })),
+            diagnostics: Some(log),
+        })
+    }
+
+    fn expectations(&self, uid: u32) -> Expectations {
+        Expectations {
+            uid,
+            // The VM's own kernel is the boundary; the worker inside runs
+            // without a seccomp filter of ours.
+            seccomp: false,
+            host_kernel: None,
+            wrapper_env: &[],
+            vm: Some(VmExpectations {
+                host_boot_id: boot_id(),
+                accelerator: self.accel,
+                accelerator_note: self.accel_note.clone(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_version;
+
+    #[test]
+    fn reads_qemu_versions() {
+        let v = parse_version(
+            "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)\nCopyright",
+        );
+        assert_eq!(v, Some((7, 2, "7.2.22".to_owned())));
+        assert_eq!(parse_version("garbage"), None);
+        assert_eq!(parse_version(""), None);
+    }
+}
