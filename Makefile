@@ -15,7 +15,7 @@ GUESTS_OUT := $(CURDIR)/target/guests
 PLIMSOLL := $(TARGET_DIR)/release/plimsoll
 export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
 
-.PHONY: microvm microvm-image soak bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest build demo test lint bench bench-peers clean
+.PHONY: audit lint-fmt lint-clippy fuzz-setup fuzz-smoke microvm microvm-image soak bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest build demo test lint bench bench-peers clean
 
 APT := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
 
@@ -80,14 +80,42 @@ demo: guests build
 
 test: guests microvm
 	python3 guests/python/test_guest.py
-	$(CARGO) test --release --workspace
+	$(CARGO) test --release --workspace -- $(TEST_ARGS)
 	$(CARGO) test --manifest-path guests/javascript/Cargo.toml
 
-lint:
+lint: lint-fmt lint-clippy
+
+lint-fmt:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) fmt --manifest-path guests/javascript/Cargo.toml -- --check
+	$(CARGO) fmt --manifest-path tests/fuzz/Cargo.toml -- --check
+
+lint-clippy:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy --manifest-path guests/javascript/Cargo.toml --all-targets -- -D warnings
+
+## cargo-fuzz (libFuzzer, nightly) on the parsers that face guests and
+## clients, FUZZ_SECONDS (default 60) each, starting from the corpus
+## committed in tests/fuzz/corpus (new inputs go to a scratch directory).
+FUZZ_TARGETS := route_template grants_file run_request worker_frame broker_headers
+FUZZ_SECONDS ?= 60
+fuzz-setup:
+	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
+
+fuzz-smoke: fuzz-setup
+	@scratch=$$(mktemp -d); for t in $(FUZZ_TARGETS); do \
+		echo "== fuzz $$t ($(FUZZ_SECONDS) s)"; mkdir -p $$scratch/$$t; \
+		$(CARGO) +nightly fuzz run --fuzz-dir tests/fuzz --target-dir $(TARGET_DIR)/fuzz $$t \
+			$$scratch/$$t tests/fuzz/corpus/$$t -- \
+			-max_total_time=$(FUZZ_SECONDS) -max_len=8192 -rss_limit_mb=4096 || exit 1; \
+	done; rm -rf $$scratch
+
+## Everything in one command, ending with a summary table: formatting,
+## clippy, the test suite, the escape catalogue at every tier, the fuzz
+## smoke and the CI-sized soak (docs/security-testing.md).
+audit: guests microvm
+	tests/audit.sh
 
 bench: guests
 	$(CARGO) bench -p plimsoll

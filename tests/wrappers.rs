@@ -768,6 +768,7 @@ async fn microvm_proves_the_vm_tier_and_runs_guests_inside_it() {
             "pid_namespace",
             "host_files",
             "virtual_machine",
+            "clock",
             "accelerator",
             "limits",
         ],

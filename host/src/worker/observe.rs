@@ -57,6 +57,9 @@ pub struct Observation {
     pub cpu_hypervisor: bool,
     /// The kernel's available clock sources (`kvm-clock` only under KVM).
     pub clocksources: String,
+    /// The wall clock as the worker reads it (seconds since the epoch): a
+    /// VM keeps its own, which guests read through WASI.
+    pub wall_clock_unix: u64,
 }
 
 fn status_field(status: &str, name: &str) -> Option<String> {
@@ -183,7 +186,15 @@ pub fn observe() -> Observation {
         )
         .map(|s| s.trim().chars().take(200).collect())
         .unwrap_or_default(),
+        wall_clock_unix: unix_now(),
     }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 /// This kernel's boot id (empty if it cannot be read).
@@ -340,6 +351,14 @@ pub fn judge(o: &Observation, want: &Expectations) -> Vec<EvidenceCheck> {
                 },
                 o.kernel
             ),
+        );
+        // Guests read the VM's wall clock; it must be the host's (from the
+        // emulated RTC), not 1970.
+        let skew = o.wall_clock_unix.abs_diff(unix_now());
+        check(
+            "clock",
+            skew <= 120,
+            format!("the VM's wall clock is {skew} s from the host's"),
         );
         // kvm-clock is offered only when KVM backs the vCPU.
         let kvm_seen = o.clocksources.split_whitespace().any(|c| c == "kvm-clock");

@@ -443,7 +443,9 @@ impl Wrapper for Microvm {
         }
         let mut c = tokio::process::Command::new(&self.qemu);
         c.arg("-M")
-            .arg("microvm,x-option-roms=off,isa-serial=on,rtc=off")
+            // The RTC stays on: it is how the guest kernel learns the
+            // wall-clock time (without it a guest's clock reads 1970).
+            .arg("microvm,x-option-roms=off,isa-serial=on,rtc=on")
             .args(["-accel", self.accel])
             .args(["-cpu", if self.accel == "kvm" { "host" } else { "max" }])
             .args(["-smp", "1"])
@@ -496,25 +498,30 @@ impl Wrapper for Microvm {
             .stderr(stderr)
             .kill_on_drop(true);
         // SAFETY: geteuid cannot fail.
-        if unsafe { libc::geteuid() } == 0 && !debug {
-            let uid = l.uid;
-            let groups: Vec<libc::gid_t> = match (self.accel, self.kvm_gid) {
-                ("kvm", Some(g)) => vec![g],
-                _ => Vec::new(),
-            };
-            // SAFETY: the closure runs in the child between fork and exec
-            // and calls only async-signal-safe system calls.
-            unsafe {
-                c.pre_exec(move || {
-                    if libc::setgroups(groups.len(), groups.as_ptr()) != 0
+        let drop_to = (unsafe { libc::geteuid() } == 0 && !debug).then_some(l.uid);
+        let groups: Vec<libc::gid_t> = match (self.accel, self.kvm_gid) {
+            ("kvm", Some(g)) => vec![g],
+            _ => Vec::new(),
+        };
+        // SAFETY: the closure runs in the child between fork and exec and
+        // calls only async-signal-safe system calls.
+        unsafe {
+            c.pre_exec(move || {
+                if let Some(uid) = drop_to
+                    && (libc::setgroups(groups.len(), groups.as_ptr()) != 0
                         || libc::setresgid(uid, uid, uid) != 0
-                        || libc::setresuid(uid, uid, uid) != 0
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
+                        || libc::setresuid(uid, uid, uid) != 0)
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // A VM must not outlive its supervisor (bubblewrap has
+                // --die-with-parent; QEMU has nothing of the kind). Set after
+                // the uid change, which would clear it.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
         }
         let remove = log.clone();
         Ok(Prepared {

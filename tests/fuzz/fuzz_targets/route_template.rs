@@ -1,0 +1,46 @@
+//! Route templates and request targets: neither parser panics, and a
+//! target the broker accepts is canonical (no empty, `.` or `..` segment,
+//! no encoded dot, slash, backslash or percent), so a template can only
+//! ever be matched against a canonical path.
+//!
+//! Input: `TEMPLATE\nTARGET`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use plimsoll::grant::route::{RouteTemplate, canonical_target};
+
+fn is_canonical_path(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix('/') else {
+        return false;
+    };
+    let lower = path.to_ascii_lowercase();
+    rest.split('/')
+        .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
+        && !lower.contains("%2e")
+        && !lower.contains("%2f")
+        && !lower.contains("%5c")
+        && !lower.contains("%25")
+        && !path.contains('\\')
+        && !path.contains('#')
+        && path.bytes().all(|b| (0x21..0x7f).contains(&b))
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
+    let (template, target) = s.split_once('\n').unwrap_or((s, "/"));
+    let accepted = canonical_target(target);
+    if accepted.is_ok() {
+        let path = target.split('?').next().unwrap_or("");
+        assert!(
+            is_canonical_path(path),
+            "accepted a non-canonical target {target:?}"
+        );
+    }
+    if let Ok(t) = RouteTemplate::parse(template)
+        && let Ok(c) = &accepted
+    {
+        let _ = t.matches(t.method(), c);
+    }
+});
