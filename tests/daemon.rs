@@ -682,6 +682,76 @@ fn an_audit_log_that_cannot_be_written_stops_the_start() {
     assert!(err.contains("audit log"), "{err}");
 }
 
+/// An audit log whose file system fills while the daemon runs: the run
+/// whose record cannot be written is not answered with its result (503
+/// `audit_unavailable`), every later run is refused before it executes, and
+/// no run is ever answered without its record. Recovery is a restart.
+#[test]
+fn an_audit_log_that_fills_at_run_time_fails_closed() {
+    let s = Setup::new(None);
+    let small = s.tmp.path().join("small");
+    std::fs::create_dir_all(&small).expect("mkdir");
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&small)
+        .status()
+        .is_ok_and(|st| st.success());
+    if !mounted {
+        eprintln!("SKIP: cannot mount a small tmpfs here (needs root); CI runs as root");
+        return;
+    }
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(&self.0)
+                .status();
+        }
+    }
+    let _unmount = Unmount(small.clone());
+    let log = small.join("audit.jsonl");
+    let d = s
+        .set("PLIMSOLL_AUDIT_LOG", log.display().to_string())
+        .start();
+    let r = run(&d, ALICE, JS_ONE_PLUS_ONE);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let before = std::fs::read_to_string(&log).expect("log").lines().count();
+    // Fill the file system from outside the daemon.
+    let mut filler = std::fs::File::create(small.join("filler")).expect("filler");
+    while filler.write_all(&[0u8; 4096]).is_ok() {}
+    drop(filler);
+    // The last page of the log may still hold a record or two; past that,
+    // every run is refused.
+    let mut answered = 0;
+    let mut refused = 0;
+    for _ in 0..40 {
+        let r = run(&d, ALICE, JS_ONE_PLUS_ONE);
+        match r.status {
+            200 => {
+                assert_eq!(refused, 0, "a run was answered after the log failed");
+                answered += 1;
+            }
+            503 => {
+                assert_eq!(r.code(), "audit_unavailable", "{}", r.body);
+                refused += 1;
+            }
+            other => panic!("{other}: {}", r.body),
+        }
+    }
+    assert!(refused >= 30, "answered {answered}, refused {refused}");
+    // Every answered run has its record, no refused run has one, and the
+    // log ends in a whole line.
+    let after = std::fs::read_to_string(&log).expect("log");
+    assert_eq!(after.lines().count(), before + answered, "{after}");
+    assert!(after.is_empty() || after.ends_with('\n'));
+    assert!(
+        after
+            .lines()
+            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+    );
+}
+
 // ---------------------------------------------------------- hardened mode
 
 /// Everything hardened mode asks for that this machine can give: only the

@@ -52,7 +52,11 @@ fn load(subst: &dyn Fn(&str) -> String) -> Vec<Row> {
     files.sort();
     let mut rows = Vec::new();
     for path in files {
-        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         let text = std::fs::read_to_string(&path).expect("row");
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         let marker = if ext == "js" { "//" } else { "#" };
@@ -84,12 +88,7 @@ fn load(subst: &dyn Fn(&str) -> String) -> Vec<Row> {
                 _ => code.push(line),
             }
         }
-        let one = |k: &str| {
-            fields
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| subst(v))
-        };
+        let one = |k: &str| fields.iter().find(|(n, _)| n == k).map(|(_, v)| subst(v));
         let all = |k: &str| {
             fields
                 .iter()
@@ -258,10 +257,16 @@ async fn run_catalogue(s: &Sandbox, b: &Bench, tier: Tier) -> Vec<String> {
         // Whatever the row did, what came back fits the row's envelope.
         let lim = &row.request.limits;
         let artifact_bytes: usize = r.artifacts.iter().map(|a| a.content.len()).sum();
-        if lim.artifact_bytes.is_some_and(|max| artifact_bytes as u64 > max) {
+        if lim
+            .artifact_bytes
+            .is_some_and(|max| artifact_bytes as u64 > max)
+        {
             fail(format!("{artifact_bytes} artifact bytes came back"));
         }
-        if lim.stdout_bytes.is_some_and(|max| r.stdout.len() as u64 > max) {
+        if lim
+            .stdout_bytes
+            .is_some_and(|max| r.stdout.len() as u64 > max)
+        {
             fail(format!("{} stdout bytes came back", r.stdout.len()));
         }
         let reached = b.upstream.seen().len();

@@ -137,8 +137,15 @@ async fn a_broken_upstream_fails_the_call_not_the_run() {
             row.outcome
         );
         let json = serde_json::to_string(&r).expect("json");
-        assert!(!json.contains("sk-fault-test-credential"), "{api}: credential in the result");
-        assert!(t.elapsed() < Duration::from_secs(20), "{api}: {:?}", t.elapsed());
+        assert!(
+            !json.contains("sk-fault-test-credential"),
+            "{api}: credential in the result"
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "{api}: {:?}",
+            t.elapsed()
+        );
         assert_serves(&s).await;
     }
 }
@@ -208,10 +215,7 @@ async fn a_full_workspace_file_system_fails_the_writer_and_nothing_else() {
     fill.limits.workspace_bytes = Some(64 << 20);
     let r = s.run(&fill).await;
     assert!(
-        matches!(
-            r.status,
-            Status::Ok | Status::Error | Status::DiskExhausted
-        ),
+        matches!(r.status, Status::Ok | Status::Error | Status::DiskExhausted),
         "{:?} {:?}",
         r.status,
         r.error

@@ -209,6 +209,10 @@ impl AuditLog {
 fn writer(mut file: File, rx: Receiver<Msg>, healthy: Arc<AtomicBool>, mode: SyncMode) {
     let mut stop = false;
     let mut unsynced = false;
+    // The length up to the last whole record: a write that fails half-way
+    // (a full disk) is cut back to it, so the log never ends in a torn
+    // line.
+    let mut good_len = file.metadata().map(|m| m.len()).unwrap_or(0);
     while !stop {
         let first = match rx.recv_timeout(BATCH_SYNC) {
             Ok(m) => m,
@@ -243,6 +247,11 @@ fn writer(mut file: File, rx: Receiver<Msg>, healthy: Arc<AtomicBool>, mode: Syn
                 buf.extend_from_slice(l);
             }
             let written = file.write_all(&buf).is_ok();
+            if written {
+                good_len += buf.len() as u64;
+            } else {
+                let _ = file.set_len(good_len);
+            }
             unsynced |= written && !buf.is_empty();
             written && (!sync_now || !std::mem::take(&mut unsynced) || file.sync_data().is_ok())
         };
