@@ -114,9 +114,9 @@ mod tests {
     #[test]
     fn entries_are_aligned_and_terminated() {
         let mut a = Archive::new(Vec::new());
-        a.dir("proc", 0o755).unwrap();
-        a.file("init", 0o755, b"hello").unwrap();
-        let bytes = a.finish().unwrap();
+        a.dir("proc", 0o755).expect("test");
+        a.file("init", 0o755, b"hello").expect("test");
+        let bytes = a.finish().expect("test");
         assert_eq!(bytes.len() % 4, 0);
         assert!(bytes.starts_with(b"070701"));
         let text = String::from_utf8_lossy(&bytes);
@@ -138,21 +138,26 @@ mod tests {
             return;
         }
         let mut a = Archive::new(Vec::new());
-        a.dir("guests", 0o755).unwrap();
-        a.file("guests/x.cwasm", 0o444, &[7u8; 1001]).unwrap();
-        let bytes = a.finish().unwrap();
-        let dir = tempfile::tempdir().unwrap();
+        a.dir("guests", 0o755).expect("test");
+        a.file("guests/x.cwasm", 0o444, &[7u8; 1001]).expect("test");
+        let bytes = a.finish().expect("test");
+        let dir = tempfile::tempdir().expect("test");
         let mut child = std::process::Command::new("cpio")
             .args(["-idm", "--quiet"])
             .current_dir(dir.path())
             .stdin(std::process::Stdio::piped())
             .spawn()
-            .unwrap();
+            .expect("test");
         use std::io::Write;
-        child.stdin.take().unwrap().write_all(&bytes).unwrap();
-        assert!(child.wait().unwrap().success());
+        child
+            .stdin
+            .take()
+            .expect("test")
+            .write_all(&bytes)
+            .expect("test");
+        assert!(child.wait().expect("test").success());
         assert_eq!(
-            std::fs::read(dir.path().join("guests/x.cwasm")).unwrap(),
+            std::fs::read(dir.path().join("guests/x.cwasm")).expect("test"),
             vec![7u8; 1001]
         );
     }
