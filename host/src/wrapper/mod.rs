@@ -56,9 +56,18 @@ pub struct Prepared {
 
 /// The last `max` characters of a wrapper's diagnostics file, on one line.
 pub fn diagnostics_tail(path: &std::path::Path, max: usize) -> String {
-    let text = std::fs::read(path).unwrap_or_default();
-    let start = text.len().saturating_sub(max * 4);
-    let s = String::from_utf8_lossy(&text[start..]);
+    use std::io::{Read, Seek, SeekFrom};
+    // Only the tail is read: the file is written by a tool that a guest may
+    // provoke into complaining, so its size is not ours to trust.
+    let want = (max as u64).saturating_mul(4);
+    let mut text = Vec::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        if f.seek(SeekFrom::Start(len.saturating_sub(want))).is_ok() {
+            let _ = f.take(want).read_to_end(&mut text);
+        }
+    }
+    let s = String::from_utf8_lossy(&text);
     let s: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
     let skip = s.chars().count().saturating_sub(max);
     s.chars().skip(skip).collect()
