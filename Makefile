@@ -25,11 +25,12 @@ APT := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
 setup:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 	@rustup target list --installed | grep -qx x86_64-unknown-linux-musl || rustup target add x86_64-unknown-linux-musl
-	@{ command -v bwrap && command -v runsc && command -v qemu-system-x86_64 && command -v musl-gcc && command -v cpio; } >/dev/null 2>&1 || { \
-		echo "== installing bubblewrap, gVisor (runsc), QEMU and musl-tools for the wrapped providers"; \
+	@{ command -v bwrap && command -v runsc && command -v qemu-system-x86_64 && command -v musl-gcc && command -v cpio \
+		&& test -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1; } >/dev/null 2>&1 || { \
+		echo "== installing bubblewrap, gVisor (runsc), QEMU and musl-tools for the wrapped providers, libfaketime for the clock-step test"; \
 		DEBIAN_FRONTEND=noninteractive $(APT) update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq --no-install-recommends \
-			bubblewrap runsc qemu-system-x86 musl-tools cpio; }
+			bubblewrap runsc qemu-system-x86 musl-tools cpio libfaketime; }
 
 ## The microVM provider's parts: the kernel and virtio modules from
 ## Debian's kernel package, and the static (musl) worker that is its /init.

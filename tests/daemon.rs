@@ -507,6 +507,107 @@ fn the_daily_allowance_is_spent_and_survives_a_restart() {
     assert_eq!(run(&d2, BOB, JS_ONE_PLUS_ONE).status, 200);
 }
 
+/// libfaketime, preloaded into the daemon to step its wall clock while it
+/// runs (Debian package `libfaketime`, which `make setup` installs).
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+
+/// The wall clock stepped back two days, then forward three, while the
+/// daemon runs (libfaketime; the monotonic clock is left alone, as an NTP
+/// step leaves it). Stated behaviour (docs/security-testing.md): every
+/// deadline is monotonic, so a run's timeout fires after its own duration
+/// whatever the wall clock does; a step back does not hand out a fresh
+/// daily allowance; a step forward past midnight starts the new UTC day;
+/// every answered run keeps exactly one audit record, stamped with the
+/// (stepped) wall time.
+#[test]
+fn a_wall_clock_step_moves_no_deadline_and_loses_no_audit_record() {
+    if !Path::new(LIBFAKETIME).exists() {
+        eprintln!(
+            "SKIP: {LIBFAKETIME} is missing (apt-get install libfaketime; `make setup` does)"
+        );
+        return;
+    }
+    let setup = Setup::new(None).clients(r#", "cpu_seconds_per_day": 1"#);
+    let clock = setup.file("faketime", "+0");
+    let d = setup
+        .set("LD_PRELOAD", LIBFAKETIME)
+        .set("FAKETIME_TIMESTAMP_FILE", clock.clone())
+        .set("FAKETIME_NO_CACHE", "1")
+        .set("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .start();
+    let step = |offset: &str| std::fs::write(&clock, offset).expect("step the clock");
+    let mut answered: Vec<String> = Vec::new();
+    // A 1.5 s run timed with this process's own (unfaked) clocks: the
+    // deadline neither fires early nor waits for the wall clock to catch up.
+    let spin = |token: &str, answered: &mut Vec<String>| {
+        let t = Instant::now();
+        let r = run(&d, token, SPIN_1S);
+        let took = t.elapsed();
+        assert_eq!(r.json()["status"], "timeout", "{}", r.body);
+        assert!(
+            took >= Duration::from_millis(1400) && took < Duration::from_secs(8),
+            "a 1.5 s deadline took {took:?}"
+        );
+        answered.push(r.json()["run_id"].as_str().expect("run id").to_string());
+    };
+
+    spin(ALICE, &mut answered); // alice spends her 1 s allowance
+    step("-172800");
+    spin(BOB, &mut answered);
+    let r = run(&d, ALICE, JS_ONE_PLUS_ONE);
+    assert_eq!(
+        r.status, 429,
+        "a step back gave a fresh allowance: {}",
+        r.body
+    );
+    assert_eq!(r.code(), "cpu_allowance_exhausted");
+    let retry: u64 = r
+        .headers
+        .get("retry-after")
+        .and_then(|v| v.parse().ok())
+        .expect("Retry-After");
+    assert!(
+        retry > 2 * 86_400 && retry <= 3 * 86_400,
+        "Retry-After {retry} s does not reach the end of the ledger's day"
+    );
+
+    step("+259200");
+    spin(BOB, &mut answered);
+    let r = run(&d, ALICE, JS_ONE_PLUS_ONE);
+    assert_eq!(r.status, 200, "no new day after a step forward: {}", r.body);
+    answered.push(r.json()["run_id"].as_str().expect("run id").to_string());
+
+    // One record per answered run, in order, stamped with the stepped wall
+    // time: back two days, then forward three (RFC 3339 UTC sorts as text).
+    let audit = d.audit();
+    let runs: Vec<(String, String)> = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == "run")
+        .filter_map(|v| Some((v["run_id"].as_str()?.into(), v["time"].as_str()?.into())))
+        .collect();
+    let ids: Vec<&String> = runs.iter().map(|(id, _)| id).collect();
+    assert_eq!(ids, answered.iter().collect::<Vec<_>>(), "{audit}");
+    let day = |t: &str| -> u64 {
+        humantime::parse_rfc3339(t)
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs() / 86_400)
+            .unwrap_or_else(|| panic!("audit time {t}"))
+    };
+    let days: Vec<u64> = runs.iter().map(|(_, t)| day(t)).collect();
+    // (One day more or less if the real clock passes midnight meanwhile.)
+    assert!(
+        days[1] + 2 == days[0] || days[1] + 1 == days[0],
+        "the step back is not in the audit times: {days:?}"
+    );
+    assert!(
+        days[2] == days[0] + 3 || days[2] == days[0] + 4,
+        "the step forward is not in the audit times: {days:?}"
+    );
+    assert_eq!(days[2], days[3]);
+}
+
 // ---------------------------------------------------------------- sessions
 
 #[test]

@@ -117,7 +117,7 @@ impl Quotas {
             && self.ledger.used_ms(&caller.id) >= allowance.saturating_mul(1000)
         {
             return Err(Shed::CpuAllowance {
-                retry_after_secs: secs_until_utc_midnight(),
+                retry_after_secs: self.ledger.secs_until_reset(),
             });
         }
         let q = self
@@ -167,13 +167,11 @@ fn today() -> u64 {
         .unwrap_or(0)
 }
 
-/// Seconds until the next UTC midnight, when allowances reset.
-pub fn secs_until_utc_midnight() -> u64 {
-    let now = SystemTime::now()
+fn now_secs() -> u64 {
+    SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
-        .unwrap_or(0);
-    (86_400 - now % 86_400).max(1)
+        .unwrap_or(0)
 }
 
 #[derive(serde::Serialize, serde::Deserialize, Default)]
@@ -208,7 +206,8 @@ impl CpuLedger {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => LedgerFile::default(),
             Err(e) => return Err(e),
         };
-        if file.day != today() {
+        // Only a later day starts a new ledger; see `lock`.
+        if file.day < today() {
             file = LedgerFile {
                 day: today(),
                 used_ms: HashMap::new(),
@@ -222,7 +221,12 @@ impl CpuLedger {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, (LedgerFile, bool)> {
         let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if g.0.day != today() {
+        // The day only moves forward. A wall clock stepped back (an NTP
+        // correction, a mistaken `date -s`) keeps charging the ledger of the
+        // later day instead of handing every caller a fresh allowance; a
+        // step forward past midnight starts the new day early, as the
+        // allowance is defined on the host's UTC date.
+        if g.0.day < today() {
             g.0 = LedgerFile {
                 day: today(),
                 used_ms: HashMap::new(),
@@ -230,6 +234,17 @@ impl CpuLedger {
             g.1 = true;
         }
         g
+    }
+
+    /// Seconds until this ledger's day ends and allowances reset: the next
+    /// UTC midnight, or later if the clock was stepped back behind the
+    /// ledger's day. At least 1.
+    pub fn secs_until_reset(&self) -> u64 {
+        let day = self.lock().0.day;
+        day.saturating_add(1)
+            .saturating_mul(86_400)
+            .saturating_sub(now_secs())
+            .max(1)
     }
 
     /// Milliseconds `caller` used today.
@@ -287,5 +302,38 @@ mod tests {
         let l2 = CpuLedger::open(dir).expect("reopen");
         assert_eq!(l2.used_ms("a"), 2000);
         assert_eq!(l2.used_ms("b"), 0);
+    }
+
+    #[test]
+    fn a_ledger_from_a_later_day_is_kept_not_reset() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let later = LedgerFile {
+            day: today() + 2,
+            used_ms: HashMap::from([("a".to_string(), 7_000)]),
+        };
+        std::fs::write(
+            tmp.path().join("quota-cpu.json"),
+            serde_json::to_vec(&later).expect("json"),
+        )
+        .expect("write");
+        let l = CpuLedger::open(tmp.path()).expect("open");
+        assert_eq!(
+            l.used_ms("a"),
+            7_000,
+            "a clock stepped back reset the ledger"
+        );
+        assert!(l.secs_until_reset() > 2 * 86_400);
+        let earlier = LedgerFile {
+            day: today() - 1,
+            used_ms: HashMap::from([("a".to_string(), 7_000)]),
+        };
+        std::fs::write(
+            tmp.path().join("quota-cpu.json"),
+            serde_json::to_vec(&earlier).expect("json"),
+        )
+        .expect("write");
+        let l = CpuLedger::open(tmp.path()).expect("open");
+        assert_eq!(l.used_ms("a"), 0, "yesterday's charges carried over");
+        assert!(l.secs_until_reset() <= 86_400);
     }
 }
