@@ -52,7 +52,8 @@ example-guests: setup
 	@echo "guests in $(GUESTS_OUT)"
 
 ## QuickJS as a component (rquickjs; Debian's clang-19 and wasi-libc, which
-## the build script installs when missing).
+## the build script installs when missing), pre-initialized with
+## `plimsoll preinit` (so this also builds the host).
 javascript-guest: setup
 	guests/javascript/build.sh
 

@@ -366,3 +366,42 @@ fn scripts_and_the_repl_run_python() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "42\n");
 }
+
+/// `plimsoll preinit`: a component without the initialization export is a
+/// clear error and writes nothing; the shipped JavaScript guest can be
+/// snapshotted again and the result runs.
+#[test]
+fn preinit_snapshots_an_interpreter_and_refuses_what_it_cannot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_path = dir.path().join("out.wasm");
+    let out = run(plimsoll()
+        .arg("preinit")
+        .arg(guest("hello"))
+        .arg("-o")
+        .arg(&out_path));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("exports no function `eval`"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!out_path.exists(), "a failed preinit left a file behind");
+
+    let out = run(plimsoll()
+        .arg("preinit")
+        .arg(guest("javascript"))
+        .arg("-o")
+        .arg(&out_path));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let script = dir.path().join("cell.js");
+    std::fs::write(&script, "[1 + 1, typeof console.log]").expect("script");
+    let state = tempfile::tempdir().expect("tempdir");
+    let out = run(plimsoll()
+        .args(["run", "--provider", "wasm", "--json", "--state-dir"])
+        .arg(state.path())
+        .arg(&script)
+        .env("PLIMSOLL_JAVASCRIPT_COMPONENT", &out_path));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["result"], "[2,\"function\"]", "{v}");
+}

@@ -156,6 +156,63 @@ try { await plimsoll.del("orders", "/v1/orders/3"); } catch (e) { denied = e.nam
     );
 }
 
+/// The shipped component is a snapshot of an engine created at build time
+/// (`plimsoll preinit`). What a snapshot could freeze must still differ per
+/// run: `Math.random` (QuickJS seeds it when the context is created), the
+/// clock, and of course the globals a previous run set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pre_initialized_engine_is_fresh_in_every_run() {
+    let r = run("1+1").await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    // Creating the engine costs ~10 M fuel; evaluating `1+1` in a created
+    // one ~0.25 M. More means the build shipped a component that was not
+    // pre-initialized.
+    let fuel = r.usage.fuel.expect("the shared sandbox counts fuel");
+    assert!(
+        fuel < 2_000_000,
+        "1+1 took {fuel} fuel: is target/guests/javascript.wasm pre-initialized?"
+    );
+    // A run that leaves a global behind; no later run may see it.
+    let r = run("globalThis.leftover = 1").await;
+    assert_eq!(r.result.as_deref(), Some("1"), "{r:?}");
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..5 {
+        let r = run(
+            &"const d = Object.getOwnPropertyDescriptor(Math, 'random'); \
+              const x = Math.random(); \
+              [x >= 0 && x < 1, String(x), d.enumerable, Math.random.name, Math.random.length, \
+               Math.abs(Date.now() - HOST_NOW) < 120000, typeof leftover, new Error('e').stack]"
+                .replace("HOST_NOW", &now_ms().to_string()),
+        )
+        .await;
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        let v: serde_json::Value =
+            serde_json::from_str(r.result.as_deref().unwrap_or("null")).expect("json");
+        assert_eq!(v[0], true, "{v}");
+        seen.insert(v[1].as_str().unwrap_or_default().to_string());
+        assert_eq!(v[2], false, "Math.random became enumerable: {v}");
+        assert_eq!(v[3], "random");
+        assert_eq!(v[4], 0);
+        assert_eq!(v[5], true, "the guest's clock is frozen: {v}");
+        assert_eq!(
+            v[6], "undefined",
+            "a global leaked from an earlier run: {v}"
+        );
+        assert!(
+            v[7].as_str().unwrap_or_default().contains("cell-1"),
+            "the first cell of a run is not cell-1: {v}"
+        );
+    }
+    assert_eq!(seen.len(), 5, "Math.random repeats across runs: {seen:?}");
+}
+
+fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_keep_globals() {
     let s = shared();
@@ -184,4 +241,30 @@ async fn sessions_keep_globals() {
         "a fresh run sees nothing"
     );
     assert!(s.close_session("bob", &info.session_id));
+}
+
+/// With pool memory kept resident between instances (an operator's
+/// `PLIMSOLL_KEEP_RESIDENT_MIB`), a slot is still reset to the image: no
+/// run sees what the one before it left in memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_kept_resident_between_runs_is_reset_to_the_image() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_in(dir.path(), |c| {
+        c.runtime.engine.keep_resident_bytes = 64 << 20;
+    });
+    for _ in 0..4 {
+        let r = s
+            .run(&js(
+                "const before = typeof secret; globalThis.secret = 'x'.repeat(1 << 16); before",
+            ))
+            .await;
+        assert_eq!(r.result.as_deref(), Some("\"undefined\""), "{r:?}");
+        let r = s
+            .run(&RunRequest::code(
+                Language::Python,
+                "before = 'secret' in globals()\nsecret = 'x' * (1 << 16)\nbefore",
+            ))
+            .await;
+        assert_eq!(r.result.as_deref(), Some("False"), "{r:?}");
+    }
 }

@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Build the JavaScript interpreter guest: guests/javascript -> target/guests/javascript.wasm
 #
+# Two steps: cargo builds the component (kept as target/javascript-raw.wasm),
+# then `plimsoll preinit` snapshots it with the QuickJS engine already
+# created, so that no run pays for the engine's start-up. The shipped
+# component, and so the guest's identity, is the snapshot.
+# PLIMSOLL_JS_PREINIT=0 ships the raw component instead (for comparisons).
+#
 # Idempotent and runnable from any directory. Installs Debian's clang-19,
 # lld-19, wasi-libc and the wasm32 compiler-rt if they are missing (QuickJS is
 # C; rquickjs-sys would otherwise download the WASI SDK, which this
@@ -54,6 +60,8 @@ export RQUICKJS_SYS_NO_WASI_SDK=1
 export CC_wasm32_wasip2="clang-$clang_version"
 export AR_wasm32_wasip2="$ar"
 export CFLAGS_wasm32_wasip2="-isystem /usr/include/wasm32-wasi -include $here/c/wasi-stack-guard.h"
+# The host's target directory, for the `plimsoll` that pre-initializes.
+host_target="${CARGO_TARGET_DIR:-$repo/target}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$here/target}"
 
 cargo_cmd=(cargo build --release --target wasm32-wasip2 --manifest-path "$here/Cargo.toml" --locked)
@@ -68,5 +76,15 @@ start=$(date +%s)
 end=$(date +%s)
 
 mkdir -p "$out_dir"
-cp "$CARGO_TARGET_DIR/wasm32-wasip2/release/plimsoll_javascript.wasm" "$out"
-echo "built $out ($(wc -c <"$out") bytes, cargo took $((end - start)) s)"
+raw="$repo/target/javascript-raw.wasm"
+cp "$CARGO_TARGET_DIR/wasm32-wasip2/release/plimsoll_javascript.wasm" "$raw"
+echo "built $raw ($(wc -c <"$raw") bytes, cargo took $((end - start)) s)"
+
+if [ "${PLIMSOLL_JS_PREINIT:-1}" = "0" ]; then
+    cp "$raw" "$out"
+    echo "shipped $out without pre-initialization (PLIMSOLL_JS_PREINIT=0)"
+    exit 0
+fi
+# The same packages as `make build`, so that the build is shared with it.
+(cd "$repo" && CARGO_TARGET_DIR="$host_target" cargo build --release -p plimsoll -p plimsolld >&2)
+"$host_target/release/plimsoll" preinit "$raw" -o "$out"

@@ -107,6 +107,17 @@ _THIS_FILE = (lambda: None).__code__.co_filename
 _cells = 0
 _per_run_done = False
 
+# Everything above is the snapshot. Move it out of the cyclic collector's
+# reach: otherwise the first collections of every run walk (and write the
+# GC headers of) the whole preloaded heap, and each page they touch is a
+# copy-on-write fault in a fresh instance. Objects a run creates are
+# collected as usual.
+if sys.platform == "wasi":
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
 
 def _per_run_setup():
     """Things that must not be frozen into the build-time snapshot."""
@@ -176,6 +187,28 @@ def _user_tb(tb):
     return tb
 
 
+_EMPTY = compile("", "<empty>", "exec", dont_inherit=True)
+
+
+def _compile_cell(code, filename):
+    """Compile a cell into (statements, trailing expression or None)."""
+    # A cell that is one expression (`1+1`, `f(x)`) compiles as such
+    # directly; building and splitting its AST costs more than the rest of
+    # a short evaluation. Anything else fails here at its first statement,
+    # cheaply, and takes the general path.
+    try:
+        return _EMPTY, compile(code, filename, "eval", dont_inherit=True)
+    except SyntaxError:
+        pass
+    tree = ast.parse(code, filename, "exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    body = compile(tree, filename, "exec", dont_inherit=True)
+    tail = compile(last, filename, "eval", dont_inherit=True) if last else None
+    return body, tail
+
+
 def _run_cell(code):
     """Run one cell; return the repr of its trailing expression, or ""."""
     global _cells
@@ -185,12 +218,7 @@ def _run_cell(code):
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
 
     try:
-        tree = ast.parse(code, filename, "exec")
-        last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
-        body = compile(tree, filename, "exec", dont_inherit=True)
-        tail = compile(last, filename, "eval", dont_inherit=True) if last else None
+        body, tail = _compile_cell(code, filename)
     except BaseException as exc:
         # A SyntaxError (or similar) from parsing: no user frames to show.
         raise _CellError(_format_exception(exc, None)) from None

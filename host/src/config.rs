@@ -139,8 +139,8 @@ pub fn load_envelope(path: &std::path::Path) -> Result<crate::Envelope, ConfigEr
 
 impl SandboxConfig {
     /// Reads `SANDBOX_PROVIDER`, `SANDBOX_MIN_ISOLATION`,
-    /// `PLIMSOLL_STATE_DIR`, `PLIMSOLL_WORK_DIR`, `PLIMSOLL_ENVELOPE_FILE`
-    /// and `PLIMSOLL_GRANTS_FILE`
+    /// `PLIMSOLL_STATE_DIR`, `PLIMSOLL_WORK_DIR`, `PLIMSOLL_ENVELOPE_FILE`,
+    /// `PLIMSOLL_KEEP_RESIDENT_MIB` and `PLIMSOLL_GRANTS_FILE`
     /// (which is checked completely: a bad file is an error); everything
     /// else keeps its default.
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -186,6 +186,13 @@ impl SandboxConfig {
                 name: "PLIMSOLL_WORKER_MAX",
             })?;
         }
+        let mut engine = crate::engine::EngineOptions::default();
+        if let Some(v) = var(crate::engine::KEEP_RESIDENT_ENV)? {
+            let mib: u64 = v.trim().parse().map_err(|_| ConfigError::Number {
+                name: crate::engine::KEEP_RESIDENT_ENV,
+            })?;
+            engine.keep_resident_bytes = mib.min(4096) << 20;
+        }
         Ok(SandboxConfig {
             workers,
             envelope,
@@ -202,7 +209,7 @@ impl SandboxConfig {
                         .unwrap_or_else(|| state.join("components")),
                 ),
                 workspace_dir: default_work_dir(&state),
-                ..RuntimeConfig::default()
+                engine,
             },
         })
     }

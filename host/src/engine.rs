@@ -32,6 +32,18 @@ pub struct EngineOptions {
     /// Period of the epoch ticker. Wall-time limits are enforced at this
     /// granularity.
     pub epoch_tick: Duration,
+    /// Bytes of each pool slot's linear memory that stay mapped between
+    /// instances (wasmtime's `linear_memory_keep_resident`).
+    ///
+    /// This is not state kept between runs: when an instance ends, wasmtime
+    /// finds the pages it wrote (`PAGEMAP_SCAN`) and copies the component's
+    /// original image back over them, up to this many bytes; what the guest
+    /// dirtied beyond that is unmapped and faults back in from the image.
+    /// Either way the next instance sees exactly the image. Keeping pages
+    /// mapped spares the next run the page faults of re-touching them, at
+    /// the cost of up to that much resident memory per warm slot. `PLIMSOLL_KEEP_RESIDENT_MIB`
+    /// sets it (read by `SandboxConfig::from_env`); 0 unmaps everything.
+    pub keep_resident_bytes: u64,
 }
 
 impl Default for EngineOptions {
@@ -46,9 +58,20 @@ impl Default for EngineOptions {
             // default to end in RecursionError rather than a trap.
             max_wasm_stack: 4 << 20,
             epoch_tick: Duration::from_millis(10),
+            keep_resident_bytes: DEFAULT_KEEP_RESIDENT,
         }
     }
 }
+
+/// Names the [`EngineOptions::keep_resident_bytes`] override, in MiB.
+pub const KEEP_RESIDENT_ENV: &str = "PLIMSOLL_KEEP_RESIDENT_MIB";
+
+/// The default [`EngineOptions::keep_resident_bytes`]: none. Measured with
+/// `plimsoll batch --concurrency 1` (docs/benchmarks.md), 32 MiB takes a
+/// JavaScript `1+1` from 0.38 to 0.24 ms but a Python one from 5.8 to
+/// 7.3 ms: CPython dirties enough of its heap that copying the image back
+/// costs more than unmapping it.
+pub const DEFAULT_KEEP_RESIDENT: u64 = 0;
 
 /// Why the engine could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -123,9 +146,9 @@ impl SandboxEngine {
                 .max_memory_size(options.max_memory_bytes as usize)
                 .max_core_instance_size(16 << 20)
                 .max_component_instance_size(1 << 20)
-                // Keep no guest memory resident between runs: a slot is
-                // reset to the image before anyone else sees it.
-                .linear_memory_keep_resident(0)
+                // Either way a slot is reset to the image before anyone
+                // else sees it; see `keep_resident_bytes`.
+                .linear_memory_keep_resident(options.keep_resident_bytes as usize)
                 .table_keep_resident(0);
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         } else {

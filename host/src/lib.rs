@@ -35,6 +35,7 @@ pub mod guest;
 mod http_gate;
 pub mod limiter;
 pub mod output;
+pub mod preinit;
 pub mod provider;
 pub mod reaper;
 pub mod run;

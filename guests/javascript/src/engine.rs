@@ -126,7 +126,13 @@ impl Engine {
     }
 
     fn eval(&mut self, code: &str) -> Result<String, String> {
-        self.cells += 1;
+        // An empty cell is how the build pre-initializes the engine
+        // (`plimsoll preinit`, which calls `eval("")` and snapshots the
+        // instance); it does not count, so the first cell a run sees is
+        // still `cell-1`.
+        if !code.is_empty() {
+            self.cells += 1;
+        }
         let name = format!("cell-{}", self.cells);
         self.context.with(|ctx| {
             // QuickJS measures its stack limit from the top recorded here.

@@ -12,12 +12,40 @@ use rquickjs::{Array, Ctx, Exception, Function, Object, Result, TypedArray, Valu
 
 use crate::bindings::plimsoll::sandbox::broker;
 
-/// The object handed to the prelude: `{ write, call }`.
+/// The object handed to the prelude: `{ write, call, random }`.
 pub fn object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
     let natives = Object::new(ctx.clone())?;
     natives.set("write", Function::new(ctx.clone(), write)?)?;
     natives.set("call", Function::new(ctx.clone(), call)?)?;
+    natives.set("random", Function::new(ctx.clone(), random)?)?;
     Ok(natives)
+}
+
+thread_local! {
+    /// `Math.random`'s xorshift64* state; 0 until the first call seeds it.
+    ///
+    /// It must stay 0 through pre-initialization (nothing calls
+    /// `Math.random` while the build snapshots the engine), so that every
+    /// instance of the snapshot seeds its own from `wasi:random` instead
+    /// of sharing one sequence.
+    static RANDOM_STATE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// `random()`: a double in [0, 1), as `Math.random` gives. Not for secrets
+/// (neither is `Math.random`); `crypto` is not offered.
+fn random() -> f64 {
+    RANDOM_STATE.with(|state| {
+        let mut x = state.get();
+        while x == 0 {
+            x = crate::bindings::wasi::random::random::get_random_u64();
+        }
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        state.set(x);
+        // The top 53 bits of xorshift64*'s output, scaled to [0, 1).
+        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    })
 }
 
 /// `write(stream, text)`: one line to stdout (1) or stderr (2).

@@ -207,6 +207,15 @@
     };
     defineProperty(globalThis, "console", { value: consoleObject, writable: true, configurable: true, enumerable: false });
 
+    // Math.random from a generator seeded per instance. QuickJS seeds its
+    // own once, when the context is created; in a pre-initialized component
+    // that happens at build time, and every run would draw the same numbers.
+    const random = native.random;
+    defineProperty(Math, "random", {
+        value: { random() { return random(); } }.random,
+        writable: true, configurable: true, enumerable: false,
+    });
+
     // ---- plimsoll: the broker ------------------------------------------------
 
     class BrokerError extends ErrorBase {

@@ -50,6 +50,31 @@ enum Command {
     /// "files"?, "limits"?, "grants"?}. Rerunning with the same output skips
     /// the ids already there.
     Batch(BatchArgs),
+    /// Pre-initialize an interpreter component: instantiate it once, call
+    /// its initialization export (for the interpreter world, `eval("")`),
+    /// and write a component that starts in the state the call left. Runs
+    /// of the result skip the interpreter's start-up. Only for components
+    /// built to be snapshotted (see docs/guests.md).
+    Preinit(PreinitArgs),
+}
+
+#[derive(Args)]
+struct PreinitArgs {
+    /// The component to pre-initialize.
+    input: PathBuf,
+    /// Where to write the snapshotted component.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// The export to call.
+    #[arg(long, default_value = "eval")]
+    init_export: String,
+    /// The string argument to call it with; `--no-init-arg` calls it with
+    /// none.
+    #[arg(long, default_value = "", conflicts_with = "no_init_arg")]
+    init_arg: String,
+    /// Call the export with no argument.
+    #[arg(long)]
+    no_init_arg: bool,
 }
 
 #[derive(Args)]
@@ -162,7 +187,51 @@ fn main() -> ExitCode {
         Command::Info(common) => info(common),
         Command::Repl(args) => runtime.block_on(repl(args)),
         Command::Batch(args) => runtime.block_on(batch(args)),
+        Command::Preinit(args) => runtime.block_on(preinit(args)),
     }
+}
+
+async fn preinit(args: PreinitArgs) -> ExitCode {
+    let wasm = match std::fs::read(&args.input) {
+        Ok(b) => b,
+        Err(e) => return fail(&format!("{}: {e}", args.input.display())),
+    };
+    let work = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => return fail(&format!("cannot create a scratch workspace: {e}")),
+    };
+    let runtime = match plimsoll::Runtime::new(plimsoll::RuntimeConfig {
+        cache_dir: None,
+        workspace_dir: work.path().to_path_buf(),
+        ..plimsoll::RuntimeConfig::default()
+    }) {
+        Ok(r) => r,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let init = plimsoll::preinit::InitCall {
+        export: args.init_export,
+        arg: (!args.no_init_arg).then_some(args.init_arg),
+    };
+    let snapshot = match plimsoll::preinit::preinitialize(&runtime, &wasm, &init).await {
+        Ok(s) => s,
+        Err(e) => return fail(&format!("{}: {e}", args.input.display())),
+    };
+    // Written beside the target and renamed, so a failed build never leaves
+    // a half-written guest where the host looks for one.
+    let tmp = args.output.with_extension("wasm.tmp");
+    if let Err(e) =
+        std::fs::write(&tmp, &snapshot).and_then(|()| std::fs::rename(&tmp, &args.output))
+    {
+        return fail(&format!("{}: {e}", args.output.display()));
+    }
+    eprintln!(
+        "plimsoll: pre-initialized {} -> {} ({} -> {} bytes)",
+        args.input.display(),
+        args.output.display(),
+        wasm.len(),
+        snapshot.len()
+    );
+    ExitCode::SUCCESS
 }
 
 fn fail(msg: &str) -> ExitCode {

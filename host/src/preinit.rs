@@ -1,0 +1,276 @@
+//! Pre-initialization: a component's start-up work done once, at build
+//! time, and snapshotted into the component (Wizer's idea, for components).
+//!
+//! An interpreter guest spends most of a short run creating its engine: for
+//! QuickJS, the runtime, the context with its intrinsics and the prelude
+//! that builds `console` and `plimsoll`. [`preinitialize`] instantiates the
+//! component once under this host's own WASI context (an empty workspace,
+//! no grants, no network), calls its initialization export, and writes a
+//! new component whose linear memories and globals start in the state the
+//! call left them in. Every later instance starts there too, mapped
+//! copy-on-write from the engine's memory image, so no run pays for the
+//! start-up again.
+//!
+//! Only a component that asks for it should be snapshotted: anything its
+//! initialization reads from the environment (time, random seeds, handles)
+//! is frozen into every instance. The JavaScript guest seeds `Math.random`
+//! lazily for that reason. The guest's identity is the hash of the
+//! *snapshotted* component, the file the build ships.
+
+use crate::envelope::Envelope;
+use crate::executor;
+use crate::grant::GrantSet;
+use crate::run::{Language, RunRequest};
+use crate::runtime::Runtime;
+use crate::state::RunState;
+use wasmtime::Store;
+use wasmtime::component::types::{ComponentItem, Type};
+use wasmtime::component::{Component, Instance, Lift, Val, WasmList};
+use wasmtime_wizer::{ComponentInstanceState, Wizer};
+
+/// Why a component could not be pre-initialized.
+#[derive(Debug, thiserror::Error)]
+pub enum PreinitError {
+    #[error("the component cannot be instrumented for a snapshot: {0}")]
+    Instrument(String),
+    #[error("the instrumented component does not compile: {0}")]
+    Compile(String),
+    #[error("the component exports no function `{0}`")]
+    NoSuchExport(String),
+    #[error("`{0}` must take no parameter or one string, and return nothing or a result")]
+    Signature(String),
+    #[error("the run context could not be built: {0}")]
+    Context(String),
+    #[error("the component could not be instantiated: {0}")]
+    Instantiate(String),
+    #[error("the initialization call failed: {message}")]
+    Init { message: String },
+    #[error("the initialization wrote output, which a snapshot would lose: {0:?}")]
+    Output(String),
+    #[error("the snapshot could not be taken: {0}")]
+    Snapshot(String),
+}
+
+/// The initialization call: an exported function of the component's world,
+/// and the string it is called with if it takes one.
+#[derive(Debug, Clone)]
+pub struct InitCall {
+    /// The export's name, e.g. `eval`.
+    pub export: String,
+    /// The argument, for a function that takes one string.
+    pub arg: Option<String>,
+}
+
+impl InitCall {
+    /// The interpreter world's convention: `eval("")`, which creates the
+    /// engine and evaluates nothing.
+    pub fn interpreter() -> InitCall {
+        InitCall {
+            export: "eval".into(),
+            arg: Some(String::new()),
+        }
+    }
+}
+
+/// Instantiates `wasm` on `runtime`, makes `init`, and returns the component
+/// snapshotted in the state the call left it in.
+///
+/// The call runs as a run does: the default envelope, an empty workspace,
+/// no grants. It must succeed (a `result` export must return `ok`) and
+/// must write nothing to stdout or stderr.
+pub async fn preinitialize(
+    runtime: &Runtime,
+    wasm: &[u8],
+    init: &InitCall,
+) -> Result<Vec<u8>, PreinitError> {
+    let mut wizer = Wizer::new();
+    // The initialization export is part of the world (`eval`): keep it.
+    wizer.init_func(init.export.clone()).keep_init_func(true);
+    let (cx, instrumented) = wizer
+        .instrument_component(wasm)
+        .map_err(|e| PreinitError::Instrument(format!("{e:#}")))?;
+    let component = Component::new(runtime.engine().engine(), &instrumented)
+        .map_err(|e| PreinitError::Compile(format!("{e:#}")))?;
+
+    let (ty, index) = component
+        .get_export(None, &init.export)
+        .ok_or_else(|| PreinitError::NoSuchExport(init.export.clone()))?;
+    let ComponentItem::ComponentFunc(ty) = ty else {
+        return Err(PreinitError::NoSuchExport(init.export.clone()));
+    };
+    let params: Vec<Type> = ty.params().map(|(_, t)| t).collect();
+    let args = match (params.as_slice(), &init.arg) {
+        ([], None) => vec![],
+        ([Type::String], Some(arg)) => vec![Val::String(arg.clone())],
+        _ => return Err(PreinitError::Signature(init.export.clone())),
+    };
+    let results: Vec<Type> = ty.results().collect();
+    if !matches!(results.as_slice(), [] | [Type::Result(_)]) {
+        return Err(PreinitError::Signature(init.export.clone()));
+    }
+
+    let request = RunRequest::code(Language::Javascript, "");
+    let prepared = executor::prepare(runtime, &request, &Envelope::default(), GrantSet::empty())
+        .map_err(|e| PreinitError::Context(e.message))?;
+    let (mut store, stdout, stderr) = (prepared.store, prepared.stdout, prepared.stderr);
+    let instance = runtime
+        .inner
+        .linker
+        .instantiate_async(&mut store, &component)
+        .await
+        .map_err(|e| PreinitError::Instantiate(format!("{e:#}")))?;
+    let func = instance
+        .get_func(&mut store, index)
+        .ok_or_else(|| PreinitError::NoSuchExport(init.export.clone()))?;
+    let mut rets = vec![Val::Bool(false); results.len()];
+    func.call_async(&mut store, &args, &mut rets)
+        .await
+        .map_err(|e| PreinitError::Init {
+            message: format!("{e:#}"),
+        })?;
+    if let [Val::Result(Err(err))] = rets.as_slice() {
+        let message = match err.as_deref() {
+            Some(Val::String(s)) => s.clone(),
+            other => format!("{other:?}"),
+        };
+        return Err(PreinitError::Init { message });
+    }
+    let written = format!("{}{}", stdout.take(0).text(), stderr.take(0).text());
+    if !written.is_empty() {
+        return Err(PreinitError::Output(written.chars().take(300).collect()));
+    }
+
+    let mut access = SnapshotAccess {
+        store,
+        instance,
+        failure: None,
+    };
+    let snapshot = wizer
+        .snapshot_component(&cx, &mut access)
+        .await
+        .map_err(|e| PreinitError::Snapshot(format!("{e:#}")))?;
+    if let Some(why) = access.failure {
+        return Err(PreinitError::Snapshot(why));
+    }
+    check(runtime, &snapshot, init).await?;
+    Ok(snapshot)
+}
+
+/// Compiles the snapshot and makes the initialization call again on a
+/// fresh instance of it: what the build ships must at least start.
+async fn check(runtime: &Runtime, snapshot: &[u8], init: &InitCall) -> Result<(), PreinitError> {
+    let broken =
+        |what: String| PreinitError::Snapshot(format!("the snapshot does not work: {what}"));
+    let component = Component::new(runtime.engine().engine(), snapshot)
+        .map_err(|e| broken(format!("{e:#}")))?;
+    let request = RunRequest::code(Language::Javascript, "");
+    let prepared = executor::prepare(runtime, &request, &Envelope::default(), GrantSet::empty())
+        .map_err(|e| PreinitError::Context(e.message))?;
+    let mut store = prepared.store;
+    let instance = runtime
+        .inner
+        .linker
+        .instantiate_async(&mut store, &component)
+        .await
+        .map_err(|e| broken(format!("{e:#}")))?;
+    let func = instance
+        .get_func(&mut store, init.export.as_str())
+        .ok_or_else(|| broken(format!("it lost its `{}` export", init.export)))?;
+    let args: Vec<Val> = init.arg.iter().map(|a| Val::String(a.clone())).collect();
+    let mut rets = vec![Val::Bool(false); func.ty(&store).results().len()];
+    func.call_async(&mut store, &args, &mut rets)
+        .await
+        .map_err(|e| broken(format!("{e:#}")))?;
+    if let [Val::Result(Err(_))] = rets.as_slice() {
+        return Err(broken(format!("`{}` fails on it", init.export)));
+    }
+    Ok(())
+}
+
+/// Reads an instrumented instance's state for the snapshot: the accessor
+/// functions Wizer's instrumentation exports, called on our store.
+///
+/// The trait has no way to report an error, so the first one is kept in
+/// `failure` (and a zero returned); [`preinitialize`] then refuses the
+/// snapshot.
+struct SnapshotAccess {
+    store: Store<RunState>,
+    instance: Instance,
+    failure: Option<String>,
+}
+
+impl SnapshotAccess {
+    /// Calls `func` in the exported `instance` and returns its one result.
+    async fn call<R: Lift + Send + Sync + 'static>(
+        &mut self,
+        instance: &str,
+        func: &str,
+    ) -> Option<R> {
+        let result = self.try_call(instance, func).await;
+        match result {
+            Ok(r) => Some(r),
+            Err(why) => {
+                self.failure.get_or_insert(why);
+                None
+            }
+        }
+    }
+
+    async fn try_call<R: Lift + Send + Sync + 'static>(
+        &mut self,
+        instance: &str,
+        func: &str,
+    ) -> Result<R, String> {
+        let (_, exported) = self
+            .instance
+            .get_export(&mut self.store, None, instance)
+            .ok_or_else(|| format!("the instrumented component has no `{instance}`"))?;
+        let (_, index) = self
+            .instance
+            .get_export(&mut self.store, Some(&exported), func)
+            .ok_or_else(|| format!("the instrumented component has no `{instance}#{func}`"))?;
+        let typed = self
+            .instance
+            .get_typed_func::<(), (R,)>(&mut self.store, index)
+            .map_err(|e| format!("`{instance}#{func}`: {e:#}"))?;
+        let (r,) = typed
+            .call_async(&mut self.store, ())
+            .await
+            .map_err(|e| format!("reading `{instance}#{func}`: {e:#}"))?;
+        Ok(r)
+    }
+}
+
+impl ComponentInstanceState for SnapshotAccess {
+    async fn call_func_ret_list_u8(
+        &mut self,
+        instance: &str,
+        func: &str,
+        contents: impl FnOnce(&[u8]) + Send,
+    ) {
+        match self.call::<WasmList<u8>>(instance, func).await {
+            Some(list) => contents(list.as_le_slice(&self.store)),
+            None => contents(&[]),
+        }
+    }
+
+    async fn call_func_ret_s32(&mut self, instance: &str, func: &str) -> i32 {
+        self.call(instance, func).await.unwrap_or(0)
+    }
+
+    async fn call_func_ret_s64(&mut self, instance: &str, func: &str) -> i64 {
+        self.call(instance, func).await.unwrap_or(0)
+    }
+
+    async fn call_func_ret_f32(&mut self, instance: &str, func: &str) -> u32 {
+        self.call::<f32>(instance, func)
+            .await
+            .map_or(0, f32::to_bits)
+    }
+
+    async fn call_func_ret_f64(&mut self, instance: &str, func: &str) -> u64 {
+        self.call::<f64>(instance, func)
+            .await
+            .map_or(0, f64::to_bits)
+    }
+}
