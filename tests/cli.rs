@@ -393,6 +393,19 @@ fn preinit_snapshots_an_interpreter_and_refuses_what_it_cannot() {
         .arg("-o")
         .arg(&out_path));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Reproducible: the same input gives the same bytes (clocks and
+    // randomness are fixed while the snapshot is taken).
+    let again = dir.path().join("again.wasm");
+    let out = run(plimsoll()
+        .arg("preinit")
+        .arg(guest("javascript"))
+        .arg("-o")
+        .arg(&again));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        std::fs::read(&again).expect("again") == std::fs::read(&out_path).expect("out"),
+        "two pre-initializations of one component differ"
+    );
     let script = dir.path().join("cell.js");
     std::fs::write(&script, "[1 + 1, typeof console.log]").expect("script");
     let state = tempfile::tempdir().expect("tempdir");

@@ -181,7 +181,8 @@ async fn a_pre_initialized_engine_is_fresh_in_every_run() {
             &"const d = Object.getOwnPropertyDescriptor(Math, 'random'); \
               const x = Math.random(); \
               [x >= 0 && x < 1, String(x), d.enumerable, Math.random.name, Math.random.length, \
-               Math.abs(Date.now() - HOST_NOW) < 120000, typeof leftover, new Error('e').stack]"
+               Math.abs(Date.now() - HOST_NOW) < 120000, typeof leftover, new Error('e').stack, \
+               performance.now() >= 0 && performance.now() < 60000]"
                 .replace("HOST_NOW", &now_ms().to_string()),
         )
         .await;
@@ -201,6 +202,10 @@ async fn a_pre_initialized_engine_is_fresh_in_every_run() {
         assert!(
             v[7].as_str().unwrap_or_default().contains("cell-1"),
             "the first cell of a run is not cell-1: {v}"
+        );
+        assert_eq!(
+            v[8], true,
+            "performance.now() is not measured from this instance's start: {v}"
         );
     }
     assert_eq!(seen.len(), 5, "Math.random repeats across runs: {seen:?}");

@@ -20,12 +20,16 @@
 use crate::envelope::Envelope;
 use crate::executor;
 use crate::grant::GrantSet;
+use crate::output::CappedOutput;
 use crate::run::{Language, RunRequest};
 use crate::runtime::Runtime;
 use crate::state::RunState;
+use std::time::Duration;
 use wasmtime::Store;
 use wasmtime::component::types::{ComponentItem, Type};
 use wasmtime::component::{Component, Instance, Lift, Val, WasmList};
+use wasmtime_wasi::p2::pipe::MemoryInputPipe;
+use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder};
 use wasmtime_wizer::{ComponentInstanceState, Wizer};
 
 /// Why a component could not be pre-initialized.
@@ -75,9 +79,11 @@ impl InitCall {
 /// Instantiates `wasm` on `runtime`, makes `init`, and returns the component
 /// snapshotted in the state the call left it in.
 ///
-/// The call runs as a run does: the default envelope, an empty workspace,
-/// no grants. It must succeed (a `result` export must return `ok`) and
-/// must write nothing to stdout or stderr.
+/// The call runs as a run does (the default envelope, no grants, no
+/// network), but with no workspace and with fixed clocks and randomness
+/// (see [`fixed_wasi`]), so the same input always gives the same bytes. It
+/// must succeed (a `result` export must return `ok`) and must write
+/// nothing to stdout or stderr.
 pub async fn preinitialize(
     runtime: &Runtime,
     wasm: &[u8],
@@ -113,6 +119,7 @@ pub async fn preinitialize(
     let prepared = executor::prepare(runtime, &request, &Envelope::default(), GrantSet::empty())
         .map_err(|e| PreinitError::Context(e.message))?;
     let (mut store, stdout, stderr) = (prepared.store, prepared.stdout, prepared.stderr);
+    store.data_mut().wasi = fixed_wasi(&stdout, &stderr);
     let instance = runtime
         .inner
         .linker
@@ -154,6 +161,87 @@ pub async fn preinitialize(
     }
     check(runtime, &snapshot, init).await?;
     Ok(snapshot)
+}
+
+/// The WASI context the initialization runs under: a run's (captured
+/// output, no network), minus the workspace, and with the clocks and the
+/// random source fixed.
+///
+/// Fixed because whatever the initialization reads is frozen into every
+/// instance: with the real clocks QuickJS would record the build's time as
+/// `performance.now()`'s origin (so a fast run would read a negative time)
+/// and seed its hashes from the build's wall clock, and every build would
+/// produce different bytes. With these the snapshot is reproducible and
+/// its origins are zero. Values a run needs fresh are drawn after the
+/// snapshot (see the module documentation).
+fn fixed_wasi(stdout: &CappedOutput, stderr: &CappedOutput) -> WasiCtx {
+    let mut wasi = WasiCtxBuilder::new();
+    wasi.stdin(MemoryInputPipe::new(Vec::new()))
+        .stdout(stdout.clone())
+        .stderr(stderr.clone())
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .wall_clock(FixedClock)
+        .monotonic_clock(FixedClock)
+        .secure_random(FixedRandom(0x9e37_79b9_7f4a_7c15))
+        .insecure_random(FixedRandom(0x2545_f491_4f6c_dd1d))
+        .insecure_random_seed(0);
+    wasi.build()
+}
+
+/// A clock stopped at zero: the Unix epoch, and the start of monotonic time.
+struct FixedClock;
+
+impl HostWallClock for FixedClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_nanos(1)
+    }
+    fn now(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+impl HostMonotonicClock for FixedClock {
+    fn resolution(&self) -> u64 {
+        1
+    }
+    fn now(&self) -> u64 {
+        0
+    }
+}
+
+/// A fixed-seed generator (splitmix64). Not random at all, on purpose: a
+/// snapshot is published, so nothing drawn while making it could be
+/// secret anyway.
+struct FixedRandom(u64);
+
+impl FixedRandom {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+impl rand_core::TryRng for FixedRandom {
+    type Error = std::convert::Infallible;
+
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        Ok((self.next() >> 32) as u32)
+    }
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        Ok(self.next())
+    }
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        for chunk in dst.chunks_mut(8) {
+            let bytes = self.next().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+        Ok(())
+    }
 }
 
 /// Compiles the snapshot and makes the initialization call again on a
