@@ -372,13 +372,16 @@ fn scripts_and_the_repl_run_python() {
 /// snapshotted again and the result runs.
 #[test]
 fn preinit_snapshots_an_interpreter_and_refuses_what_it_cannot() {
+    let preinit = |input: &str, output: &std::path::Path| {
+        run(plimsoll()
+            .arg("preinit")
+            .arg(guest(input))
+            .arg("-o")
+            .arg(output))
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let out_path = dir.path().join("out.wasm");
-    let out = run(plimsoll()
-        .arg("preinit")
-        .arg(guest("hello"))
-        .arg("-o")
-        .arg(&out_path));
+    let out = preinit("hello", &out_path);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("exports no function `eval`"),
@@ -387,20 +390,12 @@ fn preinit_snapshots_an_interpreter_and_refuses_what_it_cannot() {
     );
     assert!(!out_path.exists(), "a failed preinit left a file behind");
 
-    let out = run(plimsoll()
-        .arg("preinit")
-        .arg(guest("javascript"))
-        .arg("-o")
-        .arg(&out_path));
+    let out = preinit("javascript", &out_path);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     // Reproducible: the same input gives the same bytes (clocks and
     // randomness are fixed while the snapshot is taken).
     let again = dir.path().join("again.wasm");
-    let out = run(plimsoll()
-        .arg("preinit")
-        .arg(guest("javascript"))
-        .arg("-o")
-        .arg(&again));
+    let out = preinit("javascript", &again);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         std::fs::read(&again).expect("again") == std::fs::read(&out_path).expect("out"),

@@ -304,18 +304,23 @@ mod tests {
         assert_eq!(l2.used_ms("b"), 0);
     }
 
-    #[test]
-    fn a_ledger_from_a_later_day_is_kept_not_reset() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let later = LedgerFile {
-            day: today() + 2,
+    /// Writes a ledger file for `day` in which caller `a` used 7 s.
+    fn ledger_file(dir: &Path, day: u64) {
+        let file = LedgerFile {
+            day,
             used_ms: HashMap::from([("a".to_string(), 7_000)]),
         };
         std::fs::write(
-            tmp.path().join("quota-cpu.json"),
-            serde_json::to_vec(&later).expect("json"),
+            dir.join("quota-cpu.json"),
+            serde_json::to_vec(&file).expect("json"),
         )
         .expect("write");
+    }
+
+    #[test]
+    fn a_ledger_from_a_later_day_is_kept_not_reset() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        ledger_file(tmp.path(), today() + 2);
         let l = CpuLedger::open(tmp.path()).expect("open");
         assert_eq!(
             l.used_ms("a"),
@@ -323,15 +328,7 @@ mod tests {
             "a clock stepped back reset the ledger"
         );
         assert!(l.secs_until_reset() > 2 * 86_400);
-        let earlier = LedgerFile {
-            day: today() - 1,
-            used_ms: HashMap::from([("a".to_string(), 7_000)]),
-        };
-        std::fs::write(
-            tmp.path().join("quota-cpu.json"),
-            serde_json::to_vec(&earlier).expect("json"),
-        )
-        .expect("write");
+        ledger_file(tmp.path(), today() - 1);
         let l = CpuLedger::open(tmp.path()).expect("open");
         assert_eq!(l.used_ms("a"), 0, "yesterday's charges carried over");
         assert!(l.secs_until_reset() <= 86_400);
