@@ -2,6 +2,8 @@
 //! real HTTP client (HTTP/1.1 over a socket, and over rustls for TLS), the
 //! real guests, and a real upstream for broker calls.
 
+#[path = "support/tmpfs.rs"]
+mod tmpfs;
 #[path = "support/upstream.rs"]
 mod upstream;
 
@@ -272,6 +274,14 @@ impl Resp {
     fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
+    /// The `Retry-After` header in seconds; panics when it is missing.
+    fn retry_after(&self) -> u64 {
+        self.headers
+            .get("retry-after")
+            .and_then(|v| v.parse().ok())
+            .expect("Retry-After")
+    }
+
     fn code(&self) -> String {
         self.json()["code"].as_str().unwrap_or("").to_string()
     }
@@ -414,11 +424,7 @@ fn the_rate_limit_answers_429_with_retry_after() {
     let r = run(&d, ALICE, JS_ONE_PLUS_ONE);
     assert_eq!(r.status, 429, "{}", r.body);
     assert_eq!(r.code(), "rate_limited");
-    let retry: u64 = r
-        .headers
-        .get("retry-after")
-        .and_then(|v| v.parse().ok())
-        .expect("Retry-After");
+    let retry = r.retry_after();
     assert!((1..=60).contains(&retry), "{retry}");
     // Another caller's budget is its own.
     assert_eq!(run(&d, BOB, JS_ONE_PLUS_ONE).status, 200);
@@ -561,11 +567,7 @@ fn a_wall_clock_step_moves_no_deadline_and_loses_no_audit_record() {
         r.body
     );
     assert_eq!(r.code(), "cpu_allowance_exhausted");
-    let retry: u64 = r
-        .headers
-        .get("retry-after")
-        .and_then(|v| v.parse().ok())
-        .expect("Retry-After");
+    let retry = r.retry_after();
     assert!(
         retry > 2 * 86_400 && retry <= 3 * 86_400,
         "Retry-After {retry} s does not reach the end of the ledger's day"
@@ -791,26 +793,9 @@ fn an_audit_log_that_cannot_be_written_stops_the_start() {
 fn an_audit_log_that_fills_at_run_time_fails_closed() {
     let s = Setup::new(None);
     let small = s.tmp.path().join("small");
-    std::fs::create_dir_all(&small).expect("mkdir");
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
-        .arg(&small)
-        .status()
-        .is_ok_and(|st| st.success());
-    if !mounted {
-        eprintln!("SKIP: cannot mount a small tmpfs here (needs root); CI runs as root");
+    let Some(_mounted) = tmpfs::SmallTmpfs::mount(&small, "size=256k") else {
         return;
-    }
-    struct Unmount(PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount")
-                .arg("-l")
-                .arg(&self.0)
-                .status();
-        }
-    }
-    let _unmount = Unmount(small.clone());
+    };
     let log = small.join("audit.jsonl");
     let d = s
         .set("PLIMSOLL_AUDIT_LOG", log.display().to_string())

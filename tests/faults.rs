@@ -187,23 +187,9 @@ async fn a_full_workspace_file_system_fails_the_writer_and_nothing_else() {
     // Mounting needs root; without it the test says so.
     let dir = tempfile::tempdir().expect("tempdir");
     let mnt = dir.path().join("small");
-    std::fs::create_dir_all(&mnt).expect("mkdir");
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs"])
-        .arg(&mnt)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!("SKIP: cannot mount a small tmpfs here (needs root); CI runs as root");
+    let Some(_mounted) = support::tmpfs::SmallTmpfs::mount(&mnt, "size=2m,mode=0700") else {
         return;
-    }
-    struct Unmount(std::path::PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _unmount = Unmount(mnt.clone());
+    };
     let s = support::sandbox_in(dir.path(), |c| {
         c.runtime.workspace_dir = mnt.join("work");
     });

@@ -136,9 +136,10 @@ pub async fn preinitialize(
             message: format!("{e:#}"),
         })?;
     if let [Val::Result(Err(err))] = rets.as_slice() {
+        // The component's own words, cut short: it may return anything.
         let message = match err.as_deref() {
-            Some(Val::String(s)) => s.clone(),
-            other => format!("{other:?}"),
+            Some(Val::String(s)) => s.chars().take(2000).collect(),
+            other => format!("{other:?}").chars().take(2000).collect(),
         };
         return Err(PreinitError::Init { message });
     }
