@@ -9,7 +9,120 @@ mod support;
 use criterion::{Criterion, criterion_group, criterion_main};
 use plimsoll::{Language, ProviderKind, RunRequest, RuntimeConfig, Sandbox, SandboxConfig, Status};
 use std::time::Duration;
-use support::{guests_dir, percentiles};
+use support::{guests_dir, percentiles, print_percentiles};
+
+/// The floor for an interpreter component: the same engine configuration
+/// (fuel off), a bare WASI context with memory pipes, the broker import
+/// stubbed to trap, `InstancePre`, one `eval`, drop. No workspace, envelope
+/// or classification: what wasmtime itself costs for this component.
+mod bare {
+    use plimsoll::engine::SandboxEngine;
+    use wasmtime::Store;
+    use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
+    use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+    use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+    pub struct State {
+        ctx: WasiCtx,
+        table: ResourceTable,
+    }
+    impl WasiView for State {
+        fn ctx(&mut self) -> WasiCtxView<'_> {
+            WasiCtxView {
+                ctx: &mut self.ctx,
+                table: &mut self.table,
+            }
+        }
+    }
+
+    pub struct Bare {
+        engine: SandboxEngine,
+        pre: InstancePre<State>,
+    }
+
+    impl Bare {
+        pub fn new(path: &std::path::Path) -> Bare {
+            let keep = std::env::var("PLIMSOLL_KEEP_RESIDENT_MIB")
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+            let engine = SandboxEngine::new(plimsoll::EngineOptions {
+                fuel: false,
+                keep_resident_bytes: keep << 20,
+                ..Default::default()
+            })
+            .expect("engine");
+            let mut linker = Linker::new(engine.engine());
+            wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("link");
+            let component = Component::from_file(engine.engine(), path).expect("compile");
+            // `1+1` never calls the broker: a stub that traps is enough.
+            linker
+                .instance("plimsoll:sandbox/broker@0.1.0")
+                .expect("broker")
+                .func_new("call", |_, _, _, _| {
+                    Err(wasmtime::Error::msg("no broker in the floor"))
+                })
+                .expect("stub");
+            let pre = linker.instantiate_pre(&component).expect("pre");
+            Bare { engine, pre }
+        }
+
+        /// Instantiates, then times only the `eval` call (instantiation and
+        /// teardown excluded): what a run costs once its instance is ready.
+        pub async fn eval_only(&self, code: &str) -> std::time::Duration {
+            let ctx = WasiCtx::builder()
+                .stdout(MemoryOutputPipe::new(4096))
+                .stderr(MemoryOutputPipe::new(4096))
+                .build();
+            let mut store = Store::new(
+                self.engine.engine(),
+                State {
+                    ctx,
+                    table: ResourceTable::new(),
+                },
+            );
+            store.set_epoch_deadline(u64::MAX / 2);
+            let instance = self
+                .pre
+                .instantiate_async(&mut store)
+                .await
+                .expect("instantiate");
+            let eval = instance
+                .get_typed_func::<(&str,), (Result<String, String>,)>(&mut store, "eval")
+                .expect("eval export");
+            let t = std::time::Instant::now();
+            let (r,) = eval.call_async(&mut store, (code,)).await.expect("call");
+            let d = t.elapsed();
+            assert!(r.is_ok(), "{r:?}");
+            d
+        }
+
+        pub async fn eval(&self, code: &str) {
+            let ctx = WasiCtx::builder()
+                .stdout(MemoryOutputPipe::new(4096))
+                .stderr(MemoryOutputPipe::new(4096))
+                .build();
+            let mut store = Store::new(
+                self.engine.engine(),
+                State {
+                    ctx,
+                    table: ResourceTable::new(),
+                },
+            );
+            store.set_epoch_deadline(u64::MAX / 2);
+            let instance = self
+                .pre
+                .instantiate_async(&mut store)
+                .await
+                .expect("instantiate");
+            let eval = instance
+                .get_typed_func::<(&str,), (Result<String, String>,)>(&mut store, "eval")
+                .expect("eval export");
+            let (r,) = eval.call_async(&mut store, (code,)).await.expect("call");
+            assert!(r.is_ok(), "{r:?}");
+        }
+    }
+}
 
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -30,12 +143,24 @@ fn bench(c: &mut Criterion) {
         }
     }
     let langs: Vec<Language> = interpreters.iter().map(|(l, _)| *l).collect();
+    let interpreters_for_floor = interpreters.clone();
     let s = Sandbox::new(SandboxConfig {
         provider: ProviderKind::Wasm,
         runtime: RuntimeConfig {
+            engine: plimsoll::EngineOptions {
+                keep_resident_bytes: std::env::var("PLIMSOLL_KEEP_RESIDENT_MIB")
+                    .ok()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0)
+                    << 20,
+                warm_instances: std::env::var("PLIMSOLL_WARM_INSTANCES")
+                    .ok()
+                    .and_then(|v| v.parse::<u32>().ok())
+                    .unwrap_or(plimsoll::engine::DEFAULT_WARM_INSTANCES),
+                ..Default::default()
+            },
             cache_dir: Some(guests_dir().join("../test-cache")),
             workspace_dir: plimsoll::config::default_work_dir(dir.path()),
-            ..RuntimeConfig::default()
         },
         interpreters,
         sessions: plimsoll::session::SessionLimits {
@@ -51,12 +176,62 @@ fn bench(c: &mut Criterion) {
         .expect("runtime");
 
     let mut g = c.benchmark_group("interpreter");
+    // Extra components to measure at the floor (experiments): a
+    // colon-separated list of paths in PLIMSOLL_BENCH_FLOOR_EXTRA.
+    let extra = std::env::var("PLIMSOLL_BENCH_FLOOR_EXTRA").unwrap_or_default();
+    let floors = interpreters_for_floor
+        .iter()
+        .map(|(l, p)| (l.as_str().to_string(), p.clone()))
+        .chain(
+            extra
+                .split(':')
+                .filter(|p| !p.is_empty())
+                .map(|p| (p.to_string(), std::path::PathBuf::from(p))),
+        );
+    for (label, path) in floors {
+        let floor = bare::Bare::new(&path);
+        percentiles(
+            &format!("{label}_bare_wasmtime_floor_1+1"),
+            1000,
+            "ms",
+            || rt.block_on(floor.eval("1+1")),
+        );
+        let mut only: Vec<_> = (0..1000)
+            .map(|_| rt.block_on(floor.eval_only("1+1")))
+            .collect();
+        only.sort();
+        println!(
+            "{label}_bare_eval_only_1+1: p50 {:.3} ms",
+            only[500].as_secs_f64() * 1e3
+        );
+    }
+    if std::env::var_os("PLIMSOLL_BENCH_FLOOR_ONLY").is_some() {
+        return;
+    }
     for lang in langs {
         let req = RunRequest::code(lang, "1+1");
         let fresh = || {
             let r = rt.block_on(s.run(&req));
             assert_eq!(r.status, Status::Ok, "{r:?}");
         };
+        // The same with 20 ms between runs, as a caller that does
+        // something between runs (an agent loop) sees it: the background
+        // refill of pre-instantiated instances (`warm_instances`) has
+        // finished by the next run. Back to back (above), it competes with
+        // the runs for the process's memory map.
+        let apart = (0..300)
+            .map(|_| {
+                std::thread::sleep(Duration::from_millis(20));
+                let t = std::time::Instant::now();
+                fresh();
+                t.elapsed()
+            })
+            .collect();
+        print_percentiles(
+            &format!("{}_fresh_instance_1+1_20ms_apart", lang.as_str()),
+            "ms",
+            apart,
+        );
         percentiles(
             &format!("{}_fresh_instance_1+1", lang.as_str()),
             1000,

@@ -412,3 +412,103 @@ async fn a_session_evaluation_cannot_switch_guests() {
     let r = s.run_in_session("alice", &a.session_id, &other).await;
     assert_eq!(r.error_code(), Some("invalid_request"));
 }
+
+/// Waits (up to 60 s) until the sandbox holds a pre-instantiated instance.
+async fn wait_for_warm(s: &plimsoll::Sandbox) {
+    for _ in 0..600 {
+        if s.runtime().warm_instances_ready() > 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("no pre-instantiated instance became ready within 60 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pre_instantiated_instance_is_as_fresh_as_a_new_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_in(dir.path(), |c| c.runtime.engine.warm_instances = 1);
+    // Each run: did anything of an earlier run survive (a global, a file,
+    // the working directory), does it get its own input, and its own
+    // random state?
+    let probe = "import os, random, sys\n\
+        seen = ('secret' in globals(), os.path.exists('note.txt'), os.getcwd())\n\
+        secret = 1\n\
+        open('note.txt', 'w').write('x')\n\
+        (seen, open('in.txt').read(), sys.stdin.read(), random.random())";
+    let mut randoms = Vec::new();
+    for i in 0..3 {
+        // The first run finds no instance ready and asks for one.
+        if i > 0 {
+            wait_for_warm(&s).await;
+        }
+        let claimed = s.runtime().warm_instances_claimed();
+        let mut req = py(probe);
+        req.stdin = format!("stdin-{i}").into();
+        req.files.push(InputFile {
+            path: "in.txt".into(),
+            content: Blob::from(format!("file-{i}").as_str()),
+        });
+        let r = s.run(&req).await;
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        let text = r.result.unwrap_or_default();
+        let expect = format!("((False, False, '/work'), 'file-{i}', 'stdin-{i}', ");
+        assert!(text.starts_with(&expect), "run {i}: {text}");
+        randoms.push(text[expect.len()..].to_string());
+        if i > 0 {
+            assert_eq!(
+                s.runtime().warm_instances_claimed(),
+                claimed + 1,
+                "run {i} did not use the pre-instantiated instance"
+            );
+        }
+    }
+    randoms.sort();
+    randoms.dedup();
+    assert_eq!(randoms.len(), 3, "random state repeated across instances");
+
+    // A traceback still names the run's first cell `<cell-1>`: the empty
+    // evaluation the pool makes does not count as a cell.
+    wait_for_warm(&s).await;
+    let r = s.run(&py("1/0")).await;
+    assert_eq!(r.status, Status::Error, "{r:?}");
+    assert!(r.stderr.contains("<cell-1>"), "{}", r.stderr);
+
+    // A request that allows less memory than the instance already holds
+    // does not get it: it instantiates for itself and ends as it would
+    // have without the pool.
+    wait_for_warm(&s).await;
+    let claimed = s.runtime().warm_instances_claimed();
+    let mut small = py("1+1");
+    small.limits.memory_bytes = Some(8 << 20);
+    let r = s.run(&small).await;
+    assert_eq!(r.status, Status::MemoryExhausted, "{r:?}");
+    assert_eq!(s.runtime().warm_instances_claimed(), claimed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pre_instantiated_instances_give_way_to_runs_for_pool_slots() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_in(dir.path(), |c| {
+        c.runtime.engine.warm_instances = 1;
+        c.runtime.engine.max_live_instances = 1;
+    });
+    let r = s.run(&py("1+1")).await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    // The one slot now holds a pre-instantiated Python instance; a
+    // JavaScript run needs a slot of its own and gets it.
+    wait_for_warm(&s).await;
+    let r = s.run(&RunRequest::code(Language::Javascript, "1+1")).await;
+    assert_eq!(
+        r.status,
+        Status::Ok,
+        "the warm instance kept its slot: {r:?}"
+    );
+    // So does a session, whether it claims a warm instance or not.
+    let info = s.open_session("someone", &py("")).await.expect("a session");
+    let r = s
+        .run_in_session("someone", &info.session_id, &cell("2+2"))
+        .await;
+    assert_eq!(r.result.as_deref(), Some("4"), "{r:?}");
+    assert!(r.stderr.is_empty(), "{r:?}");
+}

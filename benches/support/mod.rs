@@ -14,13 +14,18 @@ pub fn guests_dir() -> PathBuf {
 /// Times `n` single calls of `one` and prints p50/p90/p99 in `unit`
 /// ("µs" or "ms").
 pub fn percentiles(label: &str, n: usize, unit: &str, mut one: impl FnMut()) {
-    let mut times: Vec<Duration> = (0..n)
+    let times: Vec<Duration> = (0..n)
         .map(|_| {
             let t = Instant::now();
             one();
             t.elapsed()
         })
         .collect();
+    print_percentiles(label, unit, times);
+}
+
+/// Prints p50/p90/p99 of `times` in `unit` ("µs" or "ms").
+pub fn print_percentiles(label: &str, unit: &str, mut times: Vec<Duration>) {
     times.sort();
     let scale = if unit == "ms" { 1e3 } else { 1e6 };
     let p = |q: f64| {

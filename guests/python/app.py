@@ -106,6 +106,7 @@ _NS = _main.__dict__
 _THIS_FILE = (lambda: None).__code__.co_filename
 _cells = 0
 _per_run_done = False
+_seeded = False
 
 # Everything above is the snapshot. Move it out of the cyclic collector's
 # reach: otherwise the first collections of every run walk (and write the
@@ -119,18 +120,50 @@ if sys.platform == "wasi":
     gc.freeze()
 
 
+def _reseed():
+    """Reseed `random` from this instance's own entropy, once."""
+    global _seeded
+    if _seeded:
+        return
+    _seeded = True
+    # The snapshot holds the build machine's random state: reseed from the
+    # instance's own entropy (wasi:random) so every instance differs.
+    try:
+        random.seed()
+    except Exception:
+        pass
+
+
+def _warm_up():
+    """The empty cell: touch the cell machinery, change nothing.
+
+    The host evaluates "" in pre-instantiated instances before any run
+    claims them (host/src/warm.rs): it faults in the copy-on-write pages of
+    this call path ahead of time, off the run's critical path. So it runs
+    a throwaway cell through the same compile/eval/repr/flush path in a
+    throwaway namespace, and reseeds `random` (from this instance's own
+    entropy, so it is as fresh as doing it later). It counts no cell,
+    registers no source and leaves the working directory for the first
+    real cell, which also runs `_per_run_setup`.
+    """
+    _reseed()
+    try:
+        scratch = {"__builtins__": builtins}
+        body, tail = _compile_cell("0", "<warm-up>")
+        exec(body, scratch)
+        _clean(repr(builtins.eval(tail, scratch)))
+    except BaseException:
+        pass
+    _flush_all()
+
+
 def _per_run_setup():
     """Things that must not be frozen into the build-time snapshot."""
     global _per_run_done
     if _per_run_done:
         return
     _per_run_done = True
-    # The snapshot holds the build machine's random state: reseed from the
-    # run's own entropy (wasi:random) so every instance differs.
-    try:
-        random.seed()
-    except Exception:
-        pass
+    _reseed()
     # Relative paths resolve against the workspace, the one preopened dir.
     try:
         os.chdir("/work")
@@ -278,6 +311,9 @@ class WitWorld(wit_world.WitWorld):
         it is None); raises `Err(traceback)` when the cell raised, after
         writing the traceback to stderr. No Python exception escapes.
         """
+        if not code:
+            _warm_up()
+            return ""
         error = None
         result = ""
         try:

@@ -124,6 +124,17 @@ class EvalTests(unittest.TestCase):
         self.assertEqual(run(self.w, "")[:2], (True, ""))
         self.assertEqual(run(self.w, "# only a comment\n")[:2], (True, ""))
 
+    def test_the_empty_cell_changes_nothing(self):
+        # The host's pre-instantiated instances evaluate "" before a run
+        # claims them (host/src/warm.rs): no output, no cell number, no
+        # names, and the per-run set-up (working directory) left for the
+        # first real cell.
+        cells, done = app._cells, app._per_run_done
+        names = set(app._NS)
+        self.assertEqual(run(self.w, ""), (True, "", "", ""))
+        self.assertEqual((app._cells, app._per_run_done), (cells, done))
+        self.assertEqual(set(app._NS), names)
+
     def test_multi_statement_cell_with_print(self):
         ok, value, out, _ = run(self.w, "a = [1, 2]\nprint('n', len(a))\nsum(a)")
         self.assertEqual((ok, value, out), (True, "3", "n 2\n"))

@@ -140,7 +140,8 @@ pub fn load_envelope(path: &std::path::Path) -> Result<crate::Envelope, ConfigEr
 impl SandboxConfig {
     /// Reads `SANDBOX_PROVIDER`, `SANDBOX_MIN_ISOLATION`,
     /// `PLIMSOLL_STATE_DIR`, `PLIMSOLL_WORK_DIR`, `PLIMSOLL_ENVELOPE_FILE`,
-    /// `PLIMSOLL_KEEP_RESIDENT_MIB` and `PLIMSOLL_GRANTS_FILE`
+    /// `PLIMSOLL_KEEP_RESIDENT_MIB`, `PLIMSOLL_WARM_INSTANCES` and
+    /// `PLIMSOLL_GRANTS_FILE`
     /// (which is checked completely: a bad file is an error); everything
     /// else keeps its default.
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -192,6 +193,12 @@ impl SandboxConfig {
                 name: crate::engine::KEEP_RESIDENT_ENV,
             })?;
             engine.keep_resident_bytes = mib.min(4096) << 20;
+        }
+        if let Some(v) = var(crate::engine::WARM_INSTANCES_ENV)? {
+            let n: u32 = v.trim().parse().map_err(|_| ConfigError::Number {
+                name: crate::engine::WARM_INSTANCES_ENV,
+            })?;
+            engine.warm_instances = n.min(64);
         }
         Ok(SandboxConfig {
             workers,

@@ -44,6 +44,13 @@ pub struct EngineOptions {
     /// the cost of up to that much resident memory per warm slot. `PLIMSOLL_KEEP_RESIDENT_MIB`
     /// sets it (read by `SandboxConfig::from_env`); 0 unmaps everything.
     pub keep_resident_bytes: u64,
+    /// Pre-instantiated instances kept ready per interpreter guest (see
+    /// [`crate::warm`]). A run that finds one skips instantiation, which is
+    /// most of an interpreter's fresh-instance cost; a background thread
+    /// makes the next one. Each holds a pool slot and the memory its
+    /// instantiation touched. 0 turns it off. `PLIMSOLL_WARM_INSTANCES`
+    /// sets it (read by `SandboxConfig::from_env`).
+    pub warm_instances: u32,
 }
 
 impl Default for EngineOptions {
@@ -59,6 +66,7 @@ impl Default for EngineOptions {
             max_wasm_stack: 4 << 20,
             epoch_tick: Duration::from_millis(10),
             keep_resident_bytes: DEFAULT_KEEP_RESIDENT,
+            warm_instances: DEFAULT_WARM_INSTANCES,
         }
     }
 }
@@ -66,12 +74,22 @@ impl Default for EngineOptions {
 /// Names the [`EngineOptions::keep_resident_bytes`] override, in MiB.
 pub const KEEP_RESIDENT_ENV: &str = "PLIMSOLL_KEEP_RESIDENT_MIB";
 
-/// The default [`EngineOptions::keep_resident_bytes`]: none. Measured with
-/// `plimsoll batch --concurrency 1` (docs/benchmarks.md), 32 MiB takes a
-/// JavaScript `1+1` from 0.38 to 0.24 ms but a Python one from 5.8 to
-/// 7.3 ms: CPython dirties enough of its heap that copying the image back
-/// costs more than unmapping it.
-pub const DEFAULT_KEEP_RESIDENT: u64 = 0;
+/// The default [`EngineOptions::keep_resident_bytes`]: 16 MiB. With
+/// `PAGEMAP_SCAN` only the pages an instance wrote are copied back (at
+/// most 32 runs of them; the rest of the slot is unmapped as without it),
+/// and the pages it only read stay mapped: a JavaScript fresh `1+1` p50
+/// 0.32 → 0.20 ms, Python unchanged within noise (docs/benchmarks.md).
+/// Costs at most this much resident memory per unused warm pool slot,
+/// mostly the shared page cache of the component's image.
+pub const DEFAULT_KEEP_RESIDENT: u64 = 16 << 20;
+
+/// Names the [`EngineOptions::warm_instances`] override.
+pub const WARM_INSTANCES_ENV: &str = "PLIMSOLL_WARM_INSTANCES";
+
+/// The default [`EngineOptions::warm_instances`]: one per interpreter, which
+/// is enough for a caller that runs one thing at a time (the refill takes
+/// less time than a run) and costs one pool slot per interpreter.
+pub const DEFAULT_WARM_INSTANCES: u32 = 1;
 
 /// Why the engine could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -149,6 +167,7 @@ impl SandboxEngine {
                 // Either way a slot is reset to the image before anyone
                 // else sees it; see `keep_resident_bytes`.
                 .linear_memory_keep_resident(options.keep_resident_bytes as usize)
+                .pagemap_scan(wasmtime::Enabled::Auto)
                 .table_keep_resident(0);
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         } else {

@@ -140,11 +140,22 @@ pub(crate) fn prepare_with(
         }),
         stop: None,
     };
+    Ok(Prepared {
+        store: new_store(rt, state, env.fuel),
+        stdout,
+        stderr,
+        workspace,
+    })
+}
+
+/// A store around `state` with the run's limiter, `fuel` and the epoch
+/// callback that enforces its deadline.
+fn new_store(rt: &Runtime, state: RunState, fuel: u64) -> Store<RunState> {
     let mut store = Store::new(rt.engine().engine(), state);
     store.limiter(|s| &mut s.limiter);
     if rt.engine().options().fuel {
         // Setting fuel cannot fail when the engine counts fuel.
-        let _ = store.set_fuel(env.fuel);
+        let _ = store.set_fuel(fuel);
     }
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(|mut ctx| {
@@ -155,12 +166,74 @@ pub(crate) fn prepare_with(
         // thread that other runs (and the daemon) need.
         Ok(UpdateDeadline::Yield(1))
     });
-    Ok(Prepared {
-        store,
-        stdout,
-        stderr,
-        workspace,
-    })
+    store
+}
+
+/// Fuel a pre-instantiated instance may spend on its start-up.
+pub(crate) const PLACEHOLDER_FUEL: u64 = 100_000_000;
+
+/// The store of a pre-instantiated instance ([`crate::warm`]), before any
+/// request claims it: no workspace, no input, output to nowhere, no grants,
+/// and only [`PLACEHOLDER_FUEL`] for the component's start-up. Memory is
+/// not limited here; the claiming request's limit is checked against what
+/// the instance holds.
+pub(crate) fn placeholder_store(rt: &Runtime) -> Store<RunState> {
+    let env = Envelope::default();
+    let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms);
+    let broker = RunBroker::new(rt.broker().clone(), GrantSet::empty(), &env, deadline);
+    let mut wasi = WasiCtxBuilder::new();
+    wasi.allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .socket_addr_check(|_, _| Box::pin(async { false }));
+    let mut table = ResourceTable::new();
+    table.set_max_capacity(MAX_RESOURCES);
+    let state = RunState {
+        wasi: wasi.build(),
+        table,
+        limiter: RunLimiter::new(u64::MAX, env.table_elements, env.instances),
+        broker: broker.clone(),
+        http: wasmtime_wasi_http::WasiHttpCtx::new(),
+        http_gate: crate::http_gate::HttpGate {
+            broker,
+            request_cap: env.request_bytes,
+        },
+        deadline,
+        workspace: None,
+        stop: None,
+    };
+    new_store(rt, state, PLACEHOLDER_FUEL)
+}
+
+/// Moves the run `prepared` was made for into a pre-instantiated instance
+/// of `guest`, if one is ready and fits `env`; returns it, live. The run's
+/// state (workspace, WASI context, broker, deadline, limits) replaces the
+/// placeholder's whole; only the memory the instance already holds carries
+/// over, counted against the run's own limit.
+pub(crate) fn claim_warm(
+    rt: &Runtime,
+    guest: &Guest,
+    env: &Envelope,
+    prepared: &mut Prepared,
+) -> Option<Live> {
+    let warm = rt.warm().take(guest, env)?;
+    let crate::warm::WarmInstance {
+        mut store,
+        live,
+        fuel_used,
+    } = warm;
+    std::mem::swap(prepared.store.data_mut(), store.data_mut());
+    // `prepared.store` (never instantiated) now holds the placeholder.
+    let placeholder = prepared.store.data().limiter.clone();
+    store.data_mut().limiter.continue_from(&placeholder);
+    if rt.engine().options().fuel {
+        // Setting fuel cannot fail when the engine counts fuel.
+        let _ = store.set_fuel(env.fuel.saturating_sub(fuel_used));
+    }
+    store.set_epoch_deadline(1);
+    prepared.store = store;
+    rt.warm().refill(rt, guest);
+    Some(live)
 }
 
 fn invalid(message: String) -> ErrorInfo {
@@ -222,6 +295,27 @@ pub(crate) async fn instantiate(
     match guest.pre() {
         GuestPre::Agent(pre) => Ok(Live::Agent(pre.instantiate_async(store).await?)),
         GuestPre::Interpreter(pre) => Ok(Live::Interpreter(pre.instantiate_async(store).await?)),
+    }
+}
+
+/// [`instantiate`] for a run or a session: when every pool slot is taken
+/// and some are held by pre-instantiated instances ([`crate::warm`]), those
+/// are dropped and the instantiation tried once more. A run comes before
+/// a warm instance.
+pub(crate) async fn instantiate_for_run(
+    rt: &Runtime,
+    guest: &Guest,
+    store: &mut Store<RunState>,
+) -> wasmtime::Result<Live> {
+    match instantiate(guest, store).await {
+        Err(e)
+            if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+                .is_some()
+                && rt.warm().release_all() > 0 =>
+        {
+            instantiate(guest, store).await
+        }
+        r => r,
     }
 }
 
@@ -431,6 +525,7 @@ pub(crate) async fn execute_with(
     run_id: String,
 ) -> RunResult {
     let started = Instant::now();
+    let _busy = rt.warm().busy();
     let mut prepared = match prepare_with(rt, req, env, side) {
         Ok(p) => p,
         Err(e) => {
@@ -439,11 +534,22 @@ pub(crate) async fn execute_with(
             return r;
         }
     };
-    let store = &mut prepared.store;
     let wall = Duration::from_millis(env.wall_time_ms);
     let inst_started = Instant::now();
-    let instantiated = tokio::time::timeout(wall + OUTER_GRACE, instantiate(guest, store)).await;
+    let instantiated = match claim_warm(rt, guest, env, &mut prepared) {
+        Some(live) => Ok(Ok(live)),
+        None => {
+            // Ask for one for the next run before making this one.
+            rt.warm().refill(rt, guest);
+            tokio::time::timeout(
+                wall + OUTER_GRACE,
+                instantiate_for_run(rt, guest, &mut prepared.store),
+            )
+            .await
+        }
+    };
     let instantiate_ms = inst_started.elapsed().as_secs_f64() * 1e3;
+    let store = &mut prepared.store;
     let classified = match instantiated {
         Ok(Ok(live)) => {
             let inv = invoke(&live, store, req.code.as_deref().unwrap_or(""), wall).await;
@@ -467,7 +573,7 @@ pub(crate) async fn execute_with(
         Ok(Err(e)) => classify(Invocation::Returned(Err(e)), store.data()),
         Err(_) => classify(Invocation::OuterTimeout, store.data()),
     };
-    finish(
+    let r = finish(
         prepared,
         env,
         classified,
@@ -476,7 +582,11 @@ pub(crate) async fn execute_with(
         guest,
         started,
         instantiate_ms,
-    )
+    );
+    // Again now that this run's slot is free: the request made before the
+    // run may have found none.
+    rt.warm().refill(rt, guest);
+    r
 }
 
 /// Collects outputs, artifacts and usage into the result, then tears the

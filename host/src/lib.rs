@@ -46,6 +46,7 @@ pub mod state;
 pub mod tier;
 pub mod trace;
 pub mod upstream;
+pub mod warm;
 pub mod worker;
 pub mod workspace;
 pub mod wrapper;

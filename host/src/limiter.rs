@@ -45,6 +45,21 @@ impl RunLimiter {
         self.refused
     }
 
+    /// Linear memory the store holds now, in bytes.
+    pub fn memory_total(&self) -> u64 {
+        self.memory_total as u64
+    }
+
+    /// Takes over the usage `earlier` recorded for the same store (a
+    /// pre-instantiated instance's, made under a placeholder limiter):
+    /// what the instance already holds counts against this limiter's
+    /// limits from now on.
+    pub fn continue_from(&mut self, earlier: &RunLimiter) {
+        self.memory_total = earlier.memory_total;
+        self.memory_peak = self.memory_peak.max(earlier.memory_total);
+        self.refused |= earlier.refused;
+    }
+
     /// Sets a new memory limit (between evaluations of a session). The
     /// current size counts against it; the refusal flag is cleared.
     pub fn reset_for_next_run(&mut self, memory: u64) {

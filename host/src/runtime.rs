@@ -54,6 +54,7 @@ pub(crate) struct RuntimeInner {
     pub(crate) linker: Linker<RunState>,
     pub(crate) cache: ComponentCache,
     pub(crate) workspace_dir: PathBuf,
+    pub(crate) warm: crate::warm::WarmPool,
 }
 
 /// The engine, linker and caches shared by every run. Cheap to clone.
@@ -66,6 +67,7 @@ impl Runtime {
     /// Builds the engine and links the host interfaces: WASI 0.2 (with the
     /// deny-everything context each run gets) and the broker.
     pub fn new(config: RuntimeConfig) -> Result<Self, RuntimeError> {
+        let warm = crate::warm::WarmPool::new(config.engine.warm_instances);
         let engine = SandboxEngine::new(config.engine)?;
         let mut linker: Linker<RunState> = Linker::new(engine.engine());
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
@@ -90,6 +92,7 @@ impl Runtime {
                 linker,
                 cache,
                 workspace_dir: config.workspace_dir,
+                warm,
             }),
         })
     }
@@ -97,6 +100,22 @@ impl Runtime {
     /// The engine.
     pub fn engine(&self) -> &SandboxEngine {
         &self.inner.engine
+    }
+
+    /// The pre-instantiated interpreter instances.
+    pub(crate) fn warm(&self) -> &crate::warm::WarmPool {
+        &self.inner.warm
+    }
+
+    /// How many runs so far used a pre-instantiated instance instead of
+    /// instantiating their own (see [`crate::warm`]).
+    pub fn warm_instances_claimed(&self) -> u64 {
+        self.inner.warm.claimed()
+    }
+
+    /// Pre-instantiated instances ready now, over all guests.
+    pub fn warm_instances_ready(&self) -> usize {
+        self.inner.warm.ready()
     }
 
     /// The process-wide broker (HTTP client, `Retry-After` breakers).

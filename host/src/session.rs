@@ -166,11 +166,18 @@ impl SessionTable {
                 message: "the host has no room for another session".into(),
             });
         }
+        let _busy = rt.warm().busy();
         let mut prepared = executor::prepare(rt, &RunRequest::default(), env, GrantSet::empty())?;
         let wall = Duration::from_millis(env.wall_time_ms);
-        let live =
-            match tokio::time::timeout(wall, executor::instantiate(guest, &mut prepared.store))
-                .await
+        let warm = executor::claim_warm(rt, guest, env, &mut prepared);
+        let live = if let Some(live) = warm {
+            live
+        } else {
+            match tokio::time::timeout(
+                wall,
+                executor::instantiate_for_run(rt, guest, &mut prepared.store),
+            )
+            .await
             {
                 Ok(Ok(live)) => live,
                 Ok(Err(e)) => {
@@ -192,7 +199,9 @@ impl SessionTable {
                         message: "the guest did not start within the wall-time limit".into(),
                     });
                 }
-            };
+            }
+        };
+        rt.warm().refill(rt, guest);
         let id = crate::run::new_run_id();
         let now = Instant::now();
         let slot = Arc::new(Slot {

@@ -591,10 +591,16 @@ async fn repl(args: ReplArgs) -> ExitCode {
 
 async fn batch(args: BatchArgs) -> ExitCode {
     use std::io::IsTerminal;
-    let cfg = match sandbox_config(&args.common) {
+    let mut cfg = match sandbox_config(&args.common) {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
+    // A batch keeps every core busy with runs, so instantiating ahead in
+    // the background only competes with them (measured: ~10 % fewer
+    // `1+1` jobs/s). Off unless asked for.
+    if std::env::var_os(plimsoll::engine::WARM_INSTANCES_ENV).is_none() {
+        cfg.runtime.engine.warm_instances = 0;
+    }
     let sandbox = match Sandbox::new(cfg) {
         Ok(s) => std::sync::Arc::new(s),
         Err(e) => return fail(&e.to_string()),

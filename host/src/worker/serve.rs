@@ -112,6 +112,10 @@ pub fn main() -> std::process::ExitCode {
             max_live_instances: 8,
             max_memory_bytes: engine.max_memory_bytes,
             max_wasm_stack: usize::try_from(engine.max_wasm_stack).unwrap_or(4 << 20),
+            // A worker serves one run and is then recycled; a background
+            // instantiation would only compete with that run for the
+            // worker's CPU (a microVM has one).
+            warm_instances: 0,
             ..EngineOptions::default()
         },
         cache_dir: None,

@@ -1,0 +1,314 @@
+//! Pre-instantiated interpreter instances.
+//!
+//! Instantiating an interpreter component, and its first call, are most of
+//! what a fresh run of it costs: CPython's component links a dozen core
+//! modules through a shared function table of thousands of entries, which
+//! wasmtime fills on every instantiation (about 1.6–1.9 ms of a ~4.5 ms
+//! Python `1+1` here), and the first call faults in the copy-on-write
+//! pages of the interpreter's call path (about 1 ms more; see
+//! docs/benchmarks.md). None of that depends on the request, so a
+//! background thread does it ahead of time and a run claims the result.
+//!
+//! What this does not change: every run still gets an instance no other
+//! run has touched. A warm instance has been instantiated and asked to
+//! evaluate the empty cell, which the interpreters answer without running
+//! anything (`guests/*/`: no per-run set-up, no cell counted); the only
+//! other guest code that ran is the component's own start-up (the dynamic
+//! linker's initialisers of componentize-py's component), which every
+//! instance runs. All of it ran under a placeholder state with no
+//! workspace, no input, no grants and no WASI capabilities, and an
+//! instance whose empty evaluation answers anything but `ok("")` is thrown
+//! away. The claiming run's state replaces that placeholder entirely
+//! before the guest is called again (`executor::claim_warm`), and the fuel
+//! spent so far is charged to that run. The total work per run is the same; it moves
+//! off the caller's critical path onto an idle core, so this lowers
+//! latency, not CPU per run.
+//!
+//! Bounded: at most `EngineOptions::warm_instances` per guest, one
+//! background thread per runtime, and refill requests beyond what is
+//! queued are dropped. Each warm instance holds one pool slot; a refill
+//! that finds no free slot gives up until the next claim.
+
+use crate::envelope::Envelope;
+use crate::executor::{self, Live};
+use crate::guest::{Guest, GuestKind};
+use crate::runtime::{Runtime, RuntimeInner};
+use crate::state::RunState;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+use wasmtime::Store;
+
+/// Refill requests that may wait at once; more are dropped (the pool is
+/// refilled to its depth on each request anyway).
+const REFILL_QUEUE: usize = 16;
+
+/// How long no run may have been in flight before the background thread
+/// instantiates. Making an instance while a run executes slows that run
+/// down by more than it saves the next one (both fault pages into one
+/// process's memory map, and every page-table change then interrupts the
+/// other core: measured back to back, Python `1+1` p50 2.7 → 3.3 ms), so
+/// the thread waits for a quiet moment. Callers that pause between runs
+/// (an agent loop) find an instance ready; back-to-back callers and busy
+/// hosts simply instantiate as before.
+const QUIET: Duration = Duration::from_millis(2);
+
+/// An instantiated guest nobody has called yet.
+pub(crate) struct WarmInstance {
+    pub(crate) store: Store<RunState>,
+    pub(crate) live: Live,
+    /// Fuel the instantiation consumed (its start functions), charged to
+    /// the run that claims it as it would have been had the run
+    /// instantiated for itself.
+    pub(crate) fuel_used: u64,
+}
+
+/// The ready instances of one runtime, and the thread that makes them.
+pub(crate) struct WarmPool {
+    depth: usize,
+    ready: Arc<Mutex<HashMap<String, Vec<WarmInstance>>>>,
+    /// Held by the background thread while it makes an instance (and so
+    /// holds a pool slot that is not in `ready` yet).
+    making: Arc<Mutex<()>>,
+    /// Set when a run needed the slots: no new instance until the next
+    /// refill request, which comes after a run.
+    suspended: Arc<AtomicBool>,
+    /// Runs in flight, and when the last one started or ended.
+    activity: Arc<Activity>,
+    /// Started on the first refill request (`None` before, or when off).
+    refill: Mutex<Option<SyncSender<Guest>>>,
+    claimed: AtomicU64,
+}
+
+impl WarmPool {
+    /// A pool keeping `depth` instances per interpreter guest (0: off).
+    pub(crate) fn new(depth: u32) -> Self {
+        WarmPool {
+            depth: depth as usize,
+            ready: Arc::new(Mutex::new(HashMap::new())),
+            making: Arc::new(Mutex::new(())),
+            suspended: Arc::new(AtomicBool::new(false)),
+            activity: Arc::new(Activity::default()),
+            refill: Mutex::new(None),
+            claimed: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes a ready instance of `guest` that a run under `env` may use:
+    /// one whose instantiation fits `env`'s limits. `None` means
+    /// instantiate as usual.
+    pub(crate) fn take(&self, guest: &Guest, env: &Envelope) -> Option<WarmInstance> {
+        if self.depth == 0 || guest.kind() != GuestKind::Interpreter {
+            return None;
+        }
+        // The placeholder limited tables and instances to the defaults;
+        // a request that allows less would have been refused something
+        // the warm instance already has.
+        let defaults = Envelope::default();
+        if env.table_elements < defaults.table_elements || env.instances < defaults.instances {
+            return None;
+        }
+        let mut ready = lock(&self.ready);
+        let list = ready.get_mut(guest.identity())?;
+        let i = list
+            .iter()
+            .position(|w| w.store.data().limiter.memory_total() <= env.memory_bytes)?;
+        let w = list.swap_remove(i);
+        drop(ready);
+        self.claimed.fetch_add(1, Ordering::Relaxed);
+        Some(w)
+    }
+
+    /// Asks the background thread to bring `guest`'s ready instances up to
+    /// the pool's depth. Never blocks.
+    pub(crate) fn refill(&self, rt: &Runtime, guest: &Guest) {
+        if self.depth == 0 || guest.kind() != GuestKind::Interpreter {
+            return;
+        }
+        self.suspended.store(false, Ordering::Release);
+        let mut tx = lock(&self.refill);
+        if tx.is_none() {
+            let (send, recv) = std::sync::mpsc::sync_channel(REFILL_QUEUE);
+            let weak = Arc::downgrade(&rt.inner);
+            let shared = Shared {
+                ready: self.ready.clone(),
+                making: self.making.clone(),
+                suspended: self.suspended.clone(),
+                activity: self.activity.clone(),
+                depth: self.depth,
+            };
+            let spawned = std::thread::Builder::new()
+                .name("plimsoll-warm".into())
+                .spawn(move || refill_loop(weak, shared, recv));
+            if spawned.is_err() {
+                // No thread, no warm instances: runs instantiate as usual.
+                return;
+            }
+            *tx = Some(send);
+        }
+        if let Some(send) = tx.as_ref()
+            && let Err(TrySendError::Disconnected(_)) = send.try_send(guest.clone())
+        {
+            *tx = None;
+        }
+    }
+
+    /// Marks a run (or session start) in flight until the guard drops;
+    /// the background thread waits for none to be.
+    pub(crate) fn busy(&self) -> BusyGuard {
+        self.activity.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.activity.touch();
+        BusyGuard {
+            activity: self.activity.clone(),
+        }
+    }
+
+    /// How many runs have used a warm instance.
+    pub(crate) fn claimed(&self) -> u64 {
+        self.claimed.load(Ordering::Relaxed)
+    }
+
+    /// Ready instances of all guests.
+    pub(crate) fn ready(&self) -> usize {
+        lock(&self.ready).values().map(Vec::len).sum()
+    }
+
+    /// Drops every ready instance, freeing their pool slots (a run found
+    /// none free), and makes no more until the next refill request. Waits
+    /// for an instance being made (a few milliseconds), so that its slot
+    /// is freed too. Returns how many were dropped.
+    pub(crate) fn release_all(&self) -> usize {
+        let _making = lock(&self.making);
+        // Set while holding `making`: the thread checks it after taking
+        // `making`, so it cannot start another instance in between.
+        self.suspended.store(true, Ordering::Release);
+        let dropped: Vec<WarmInstance> = lock(&self.ready)
+            .drain()
+            .flat_map(|(_, list)| list)
+            .collect();
+        dropped.len()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs in flight and the time of the last change.
+#[derive(Default)]
+struct Activity {
+    in_flight: AtomicUsize,
+    last: Mutex<Option<Instant>>,
+}
+
+impl Activity {
+    fn touch(&self) {
+        *lock(&self.last) = Some(Instant::now());
+    }
+
+    /// No run in flight, and none started or ended within [`QUIET`].
+    fn quiet(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0
+            && lock(&self.last).is_none_or(|t| t.elapsed() >= QUIET)
+    }
+}
+
+/// Keeps a run counted as in flight ([`WarmPool::busy`]).
+pub(crate) struct BusyGuard {
+    activity: Arc<Activity>,
+}
+
+impl Drop for BusyGuard {
+    fn drop(&mut self) {
+        self.activity.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.activity.touch();
+    }
+}
+
+/// What the background thread shares with its pool.
+struct Shared {
+    ready: Arc<Mutex<HashMap<String, Vec<WarmInstance>>>>,
+    making: Arc<Mutex<()>>,
+    suspended: Arc<AtomicBool>,
+    activity: Arc<Activity>,
+    depth: usize,
+}
+
+/// The background thread: instantiates until each requested guest has
+/// `depth` ready instances. Ends when the runtime is gone (its pool, and so
+/// the sender, dropped).
+fn refill_loop(runtime: Weak<RuntimeInner>, shared: Shared, requests: Receiver<Guest>) {
+    let Shared {
+        ready,
+        making,
+        suspended,
+        activity,
+        depth,
+    } = shared;
+    let Ok(tokio) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    while let Ok(guest) = requests.recv() {
+        loop {
+            // Wait for a quiet moment (see QUIET); give up on this request
+            // if the runtime goes away meanwhile.
+            while !activity.quiet() {
+                if runtime.strong_count() == 0 {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let _making = lock(&making);
+            let have = lock(&ready).get(guest.identity()).map_or(0, Vec::len);
+            if have >= depth || suspended.load(Ordering::Acquire) {
+                break;
+            }
+            // Hold the runtime only while making one instance, so that
+            // dropping the last handle elsewhere ends this thread.
+            let Some(inner) = runtime.upgrade() else {
+                return;
+            };
+            let rt = Runtime { inner };
+            let mut store = executor::placeholder_store(&rt);
+            let made = tokio.block_on(async {
+                let live = executor::instantiate(&guest, &mut store).await?;
+                // The empty evaluation: an interpreter's first call into a
+                // fresh instance faults in the pages its call path uses
+                // (about 1 ms of a Python run here); doing it now takes
+                // that off the claiming run too. It runs no caller's code
+                // and must leave nothing behind; an instance whose
+                // interpreter reports an error for it is not used.
+                if let Live::Interpreter(i) = &live
+                    && i.call_eval(&mut store, "").await?.is_err()
+                {
+                    return Err(wasmtime::Error::msg("the empty evaluation failed"));
+                }
+                Ok::<_, wasmtime::Error>(live)
+            });
+            drop(rt);
+            match made {
+                Ok(live) => {
+                    let fuel_used = store
+                        .get_fuel()
+                        .map_or(0, |left| executor::PLACEHOLDER_FUEL.saturating_sub(left));
+                    lock(&ready)
+                        .entry(guest.identity().to_owned())
+                        .or_default()
+                        .push(WarmInstance {
+                            store,
+                            live,
+                            fuel_used,
+                        })
+                }
+                // No free slot, or the guest cannot start without running
+                // code: leave it to the runs themselves.
+                Err(_) => break,
+            }
+        }
+    }
+}
