@@ -273,3 +273,34 @@ async fn memory_kept_resident_between_runs_is_reset_to_the_image() {
         assert_eq!(r.result.as_deref(), Some("False"), "{r:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pre_instantiated_engine_is_claimed_and_fresh() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_in(dir.path(), |c| c.runtime.engine.warm_instances = 1);
+    let probe = "const seen = typeof secret; globalThis.secret = 1; [seen, Math.random()]";
+    let mut seen = Vec::new();
+    for i in 0..3 {
+        if i > 0 {
+            // Wait (up to 60 s) for the background thread's instance.
+            let mut waited = 0;
+            while s.runtime().warm_instances_ready() == 0 {
+                assert!(waited < 600, "no pre-instantiated instance within 60 s");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                waited += 1;
+            }
+        }
+        let claimed = s.runtime().warm_instances_claimed();
+        let r = s.run(&js(probe)).await;
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        let text = r.result.unwrap_or_default();
+        assert!(text.starts_with("[\"undefined\","), "run {i}: {text}");
+        seen.push(text);
+        if i > 0 {
+            assert_eq!(s.runtime().warm_instances_claimed(), claimed + 1, "run {i}");
+        }
+    }
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 3, "Math.random repeated across instances");
+}

@@ -11,18 +11,20 @@
 //!
 //! What this does not change: every run still gets an instance no other
 //! run has touched. A warm instance has been instantiated and asked to
-//! evaluate the empty cell, which the interpreters answer without running
-//! anything (`guests/*/`: no per-run set-up, no cell counted); the only
-//! other guest code that ran is the component's own start-up (the dynamic
-//! linker's initialisers of componentize-py's component), which every
+//! evaluate the empty cell, which the interpreters define to change
+//! nothing (Python runs a throwaway expression in a throwaway namespace
+//! and reseeds `random` from the instance's own entropy; no cell is
+//! counted, no per-run set-up done; `guests/python/README.md`); the only
+//! other guest code that ran is the component's own start-up, which every
 //! instance runs. All of it ran under a placeholder state with no
-//! workspace, no input, no grants and no WASI capabilities, and an
-//! instance whose empty evaluation answers anything but `ok("")` is thrown
-//! away. The claiming run's state replaces that placeholder entirely
-//! before the guest is called again (`executor::claim_warm`), and the fuel
-//! spent so far is charged to that run. The total work per run is the same; it moves
-//! off the caller's critical path onto an idle core, so this lowers
-//! latency, not CPU per run.
+//! workspace, no input, no grants and no WASI capabilities. An instance
+//! whose empty evaluation fails, or that still holds a host resource
+//! afterwards, is thrown away. The claiming run's state replaces the
+//! placeholder whole before the guest is called again
+//! (`executor::claim_warm`), and the fuel spent so far is charged to that
+//! run. The total work per run is the same; it moves off the caller's
+//! critical path onto an idle core (only when no run is in flight, see
+//! [`QUIET`]), so this lowers latency, not CPU per run.
 //!
 //! Bounded: at most `EngineOptions::warm_instances` per guest, one
 //! background thread per runtime, and refill requests beyond what is
@@ -287,6 +289,13 @@ fn refill_loop(runtime: Weak<RuntimeInner>, shared: Shared, requests: Receiver<G
                     && i.call_eval(&mut store, "").await?.is_err()
                 {
                     return Err(wasmtime::Error::msg("the empty evaluation failed"));
+                }
+                // The claiming run's state replaces the placeholder's whole,
+                // resource table included: an instance still holding a
+                // WASI resource (a handle it might have cached) is not
+                // used.
+                if !store.data().table.is_empty() {
+                    return Err(wasmtime::Error::msg("the instance holds host resources"));
                 }
                 Ok::<_, wasmtime::Error>(live)
             });
