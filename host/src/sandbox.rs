@@ -376,6 +376,9 @@ impl Sandbox {
         if let Err(e) = self.check_provider(req) {
             return RunResult::refused(run_id, iso, &e.code, e.message);
         }
+        // Counted as a run in flight, so that the background thread that
+        // makes pre-instantiated instances does not compete with it.
+        let _busy = self.runtime.warm().busy();
         self.sessions
             .eval(caller, session_id, req, &env, grants, iso, run_id)
             .await
