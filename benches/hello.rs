@@ -43,25 +43,11 @@ fn sandbox(dir: &Path, pooling: bool, fuel: bool) -> Sandbox {
 /// pipes, no workspace, no envelope, no classification), instantiate from
 /// `InstancePre`, call `run`, drop.
 mod bare {
+    use crate::support::BareState as State;
     use plimsoll::engine::SandboxEngine;
     use wasmtime::Store;
-    use wasmtime::component::{Component, Linker, ResourceTable};
+    use wasmtime::component::{Component, Linker};
     use wasmtime_wasi::p2::bindings::CommandPre;
-    use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-    use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-
-    pub struct State {
-        ctx: WasiCtx,
-        table: ResourceTable,
-    }
-    impl WasiView for State {
-        fn ctx(&mut self) -> WasiCtxView<'_> {
-            WasiCtxView {
-                ctx: &mut self.ctx,
-                table: &mut self.table,
-            }
-        }
-    }
 
     pub struct Bare {
         engine: SandboxEngine,
@@ -84,16 +70,7 @@ mod bare {
         }
 
         pub async fn run(&self) {
-            let ctx = WasiCtx::builder()
-                .stdout(MemoryOutputPipe::new(4096))
-                .build();
-            let mut store = Store::new(
-                self.engine.engine(),
-                State {
-                    ctx,
-                    table: ResourceTable::new(),
-                },
-            );
+            let mut store = Store::new(self.engine.engine(), State::new());
             store.set_epoch_deadline(u64::MAX / 2);
             let cmd = self
                 .pre

@@ -16,24 +16,10 @@ use support::{guests_dir, percentiles, print_percentiles};
 /// stubbed to trap, `InstancePre`, one `eval`, drop. No workspace, envelope
 /// or classification: what wasmtime itself costs for this component.
 mod bare {
+    use crate::support::BareState as State;
     use plimsoll::engine::SandboxEngine;
     use wasmtime::Store;
-    use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
-    use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-    use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-
-    pub struct State {
-        ctx: WasiCtx,
-        table: ResourceTable,
-    }
-    impl WasiView for State {
-        fn ctx(&mut self) -> WasiCtxView<'_> {
-            WasiCtxView {
-                ctx: &mut self.ctx,
-                table: &mut self.table,
-            }
-        }
-    }
+    use wasmtime::component::{Component, Instance, InstancePre, Linker};
 
     pub struct Bare {
         engine: SandboxEngine,
@@ -67,59 +53,40 @@ mod bare {
             Bare { engine, pre }
         }
 
+        /// A fresh store and instance, as every run gets.
+        async fn start(&self) -> (Store<State>, Instance) {
+            let mut store = Store::new(self.engine.engine(), State::new());
+            store.set_epoch_deadline(u64::MAX / 2);
+            let instance = self
+                .pre
+                .instantiate_async(&mut store)
+                .await
+                .expect("instantiate");
+            (store, instance)
+        }
+
+        /// Calls `eval(code)` and checks it succeeded.
+        async fn call(store: &mut Store<State>, instance: &Instance, code: &str) {
+            let eval = instance
+                .get_typed_func::<(&str,), (Result<String, String>,)>(&mut *store, "eval")
+                .expect("eval export");
+            let (r,) = eval.call_async(&mut *store, (code,)).await.expect("call");
+            assert!(r.is_ok(), "{r:?}");
+        }
+
         /// Instantiates, then times only the `eval` call (instantiation and
         /// teardown excluded): what a run costs once its instance is ready.
         pub async fn eval_only(&self, code: &str) -> std::time::Duration {
-            let ctx = WasiCtx::builder()
-                .stdout(MemoryOutputPipe::new(4096))
-                .stderr(MemoryOutputPipe::new(4096))
-                .build();
-            let mut store = Store::new(
-                self.engine.engine(),
-                State {
-                    ctx,
-                    table: ResourceTable::new(),
-                },
-            );
-            store.set_epoch_deadline(u64::MAX / 2);
-            let instance = self
-                .pre
-                .instantiate_async(&mut store)
-                .await
-                .expect("instantiate");
-            let eval = instance
-                .get_typed_func::<(&str,), (Result<String, String>,)>(&mut store, "eval")
-                .expect("eval export");
+            let (mut store, instance) = self.start().await;
             let t = std::time::Instant::now();
-            let (r,) = eval.call_async(&mut store, (code,)).await.expect("call");
-            let d = t.elapsed();
-            assert!(r.is_ok(), "{r:?}");
-            d
+            Self::call(&mut store, &instance, code).await;
+            t.elapsed()
         }
 
+        /// A whole run: instantiate, `eval`, drop.
         pub async fn eval(&self, code: &str) {
-            let ctx = WasiCtx::builder()
-                .stdout(MemoryOutputPipe::new(4096))
-                .stderr(MemoryOutputPipe::new(4096))
-                .build();
-            let mut store = Store::new(
-                self.engine.engine(),
-                State {
-                    ctx,
-                    table: ResourceTable::new(),
-                },
-            );
-            store.set_epoch_deadline(u64::MAX / 2);
-            let instance = self
-                .pre
-                .instantiate_async(&mut store)
-                .await
-                .expect("instantiate");
-            let eval = instance
-                .get_typed_func::<(&str,), (Result<String, String>,)>(&mut store, "eval")
-                .expect("eval export");
-            let (r,) = eval.call_async(&mut store, (code,)).await.expect("call");
-            assert!(r.is_ok(), "{r:?}");
+            let (mut store, instance) = self.start().await;
+            Self::call(&mut store, &instance, code).await;
         }
     }
 }

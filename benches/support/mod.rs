@@ -39,3 +39,33 @@ pub fn print_percentiles(label: &str, unit: &str, mut times: Vec<Duration>) {
         times.len()
     );
 }
+
+/// Store data for the bare-wasmtime floors: a WASI context with memory
+/// pipes and its resource table, nothing of plimsoll's.
+pub struct BareState {
+    ctx: wasmtime_wasi::WasiCtx,
+    table: wasmtime::component::ResourceTable,
+}
+
+impl BareState {
+    /// A context whose stdout and stderr are 4 KiB memory pipes.
+    pub fn new() -> Self {
+        use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+        BareState {
+            ctx: wasmtime_wasi::WasiCtx::builder()
+                .stdout(MemoryOutputPipe::new(4096))
+                .stderr(MemoryOutputPipe::new(4096))
+                .build(),
+            table: wasmtime::component::ResourceTable::new(),
+        }
+    }
+}
+
+impl wasmtime_wasi::WasiView for BareState {
+    fn ctx(&mut self) -> wasmtime_wasi::WasiCtxView<'_> {
+        wasmtime_wasi::WasiCtxView {
+            ctx: &mut self.ctx,
+            table: &mut self.table,
+        }
+    }
+}

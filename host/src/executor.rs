@@ -119,27 +119,19 @@ pub(crate) fn prepare_with(
             RunBroker::remote(rt.broker().clone(), link, origins, env, deadline)
         }
     };
-    let mut table = ResourceTable::new();
-    table.set_max_capacity(MAX_RESOURCES);
-    let state = RunState {
-        wasi: wasi.build(),
-        table,
-        limiter: RunLimiter::new(env.memory_bytes, env.table_elements, env.instances),
-        broker: broker.clone(),
-        http: wasmtime_wasi_http::WasiHttpCtx::new(),
-        http_gate: crate::http_gate::HttpGate {
-            broker,
-            request_cap: env.request_bytes,
-        },
+    let state = run_state(
+        wasi.build(),
+        broker,
+        RunLimiter::new(env.memory_bytes, env.table_elements, env.instances),
+        env,
         deadline,
-        workspace: Some(WorkspaceWatch {
+        Some(WorkspaceWatch {
             workspace: workspace.clone(),
             max_bytes: env.workspace_bytes,
             max_entries: env.workspace_entries,
             next_check: Instant::now(),
         }),
-        stop: None,
-    };
+    );
     Ok(Prepared {
         store: new_store(rt, state, env.fuel),
         stdout,
@@ -186,12 +178,33 @@ pub(crate) fn placeholder_store(rt: &Runtime) -> Store<RunState> {
         .allow_udp(false)
         .allow_ip_name_lookup(false)
         .socket_addr_check(|_, _| Box::pin(async { false }));
+    let state = run_state(
+        wasi.build(),
+        broker,
+        RunLimiter::new(u64::MAX, env.table_elements, env.instances),
+        &env,
+        deadline,
+        None,
+    );
+    new_store(rt, state, PLACEHOLDER_FUEL)
+}
+
+/// The store data of a run: its WASI context, a bounded resource table,
+/// its limiter and broker (which also gates `wasi:http`).
+fn run_state(
+    wasi: wasmtime_wasi::WasiCtx,
+    broker: RunBroker,
+    limiter: RunLimiter,
+    env: &Envelope,
+    deadline: Instant,
+    workspace: Option<WorkspaceWatch>,
+) -> RunState {
     let mut table = ResourceTable::new();
     table.set_max_capacity(MAX_RESOURCES);
-    let state = RunState {
-        wasi: wasi.build(),
+    RunState {
+        wasi,
         table,
-        limiter: RunLimiter::new(u64::MAX, env.table_elements, env.instances),
+        limiter,
         broker: broker.clone(),
         http: wasmtime_wasi_http::WasiHttpCtx::new(),
         http_gate: crate::http_gate::HttpGate {
@@ -199,10 +212,9 @@ pub(crate) fn placeholder_store(rt: &Runtime) -> Store<RunState> {
             request_cap: env.request_bytes,
         },
         deadline,
-        workspace: None,
+        workspace,
         stop: None,
-    };
-    new_store(rt, state, PLACEHOLDER_FUEL)
+    }
 }
 
 /// Moves the run `prepared` was made for into a pre-instantiated instance
