@@ -282,13 +282,7 @@ async fn a_pre_instantiated_engine_is_claimed_and_fresh() {
     let mut seen = Vec::new();
     for i in 0..3 {
         if i > 0 {
-            // Wait (up to 60 s) for the background thread's instance.
-            let mut waited = 0;
-            while s.runtime().warm_instances_ready() == 0 {
-                assert!(waited < 600, "no pre-instantiated instance within 60 s");
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                waited += 1;
-            }
+            wait_for_warm(&s).await;
         }
         let claimed = s.runtime().warm_instances_claimed();
         let r = s.run(&js(probe)).await;

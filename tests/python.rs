@@ -413,17 +413,6 @@ async fn a_session_evaluation_cannot_switch_guests() {
     assert_eq!(r.error_code(), Some("invalid_request"));
 }
 
-/// Waits (up to 60 s) until the sandbox holds a pre-instantiated instance.
-async fn wait_for_warm(s: &plimsoll::Sandbox) {
-    for _ in 0..600 {
-        if s.runtime().warm_instances_ready() > 0 {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    panic!("no pre-instantiated instance became ready within 60 s");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pre_instantiated_instance_is_as_fresh_as_a_new_one() {
     let dir = tempfile::tempdir().expect("tempdir");

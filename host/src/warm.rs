@@ -29,7 +29,7 @@
 //! Bounded: at most `EngineOptions::warm_instances` per guest, one
 //! background thread per runtime, and refill requests beyond what is
 //! queued are dropped. Each warm instance holds one pool slot; a refill
-//! that finds no free slot gives up until the next claim.
+//! that finds no free slot gives up until the next run ends.
 
 use crate::envelope::Envelope;
 use crate::executor::{self, Live};

@@ -147,3 +147,15 @@ pub fn with_limits(mut r: RunRequest, limits: Limits) -> RunRequest {
     r.limits = limits;
     r
 }
+
+/// Waits (up to 60 s) until the sandbox holds a pre-instantiated instance.
+#[allow(dead_code)]
+pub async fn wait_for_warm(s: &plimsoll::Sandbox) {
+    for _ in 0..600 {
+        if s.runtime().warm_instances_ready() > 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("no pre-instantiated instance became ready within 60 s");
+}
