@@ -118,8 +118,9 @@ fn bench(c: &mut Criterion) {
                 keep_resident_bytes: std::env::var("PLIMSOLL_KEEP_RESIDENT_MIB")
                     .ok()
                     .and_then(|v| v.parse::<u64>().ok())
-                    .unwrap_or(0)
-                    << 20,
+                    .map(|mib| mib << 20)
+                    // The library's default, as a user gets it.
+                    .unwrap_or(plimsoll::engine::DEFAULT_KEEP_RESIDENT),
                 warm_instances: std::env::var("PLIMSOLL_WARM_INSTANCES")
                     .ok()
                     .and_then(|v| v.parse::<u32>().ok())

@@ -475,6 +475,23 @@ async fn a_pre_instantiated_instance_is_as_fresh_as_a_new_one() {
     assert_eq!(s.runtime().warm_instances_claimed(), claimed);
 }
 
+/// A finished run's instance is torn down after its result is returned
+/// (host/src/reaper.rs), so the next run can find the only slot still
+/// taken: it must wait for the teardown, not be refused `busy`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn back_to_back_runs_through_one_slot_wait_for_the_last_teardown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_in(dir.path(), |c| {
+        c.runtime.engine.warm_instances = 0;
+        c.runtime.engine.max_live_instances = 1;
+    });
+    for i in 0..10 {
+        let r = s.run(&py(&format!("{i}*2"))).await;
+        assert_eq!(r.status, Status::Ok, "run {i}: {r:?}");
+        assert_eq!(r.result.as_deref(), Some(format!("{}", i * 2).as_str()));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pre_instantiated_instances_give_way_to_runs_for_pool_slots() {
     let dir = tempfile::tempdir().expect("tempdir");

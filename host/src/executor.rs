@@ -299,6 +299,9 @@ pub(crate) enum CallValue {
     Eval(Result<String, String>),
 }
 
+/// How long a run that found no free pool slot waits for queued teardowns.
+const TEARDOWN_WAIT: Duration = Duration::from_secs(2);
+
 /// Instantiates the guest in `store`.
 pub(crate) async fn instantiate(
     guest: &Guest,
@@ -311,8 +314,10 @@ pub(crate) async fn instantiate(
 }
 
 /// [`instantiate`] for a run or a session: when every pool slot is taken
-/// and some are held by pre-instantiated instances ([`crate::warm`]), those
-/// are dropped and the instantiation tried once more. A run comes before
+/// and some are held by pre-instantiated instances ([`crate::warm`]) or by
+/// finished runs queued for teardown ([`crate::reaper`]), the former are
+/// dropped, the latter waited for (at most [`TEARDOWN_WAIT`], blocking
+/// this thread), and the instantiation tried once more. A run comes before
 /// a warm instance.
 pub(crate) async fn instantiate_for_run(
     rt: &Runtime,
@@ -322,9 +327,17 @@ pub(crate) async fn instantiate_for_run(
     match instantiate(guest, store).await {
         Err(e)
             if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
-                .is_some()
-                && rt.warm().release_all() > 0 =>
+                .is_some() =>
         {
+            // Slots that are only held by pre-instantiated instances, or
+            // by finished runs still queued for teardown, are free to take:
+            // let them go, then try once more.
+            let released = rt.warm().release_all();
+            let queued = crate::reaper::pending_instances();
+            if released == 0 && queued == 0 {
+                return Err(e);
+            }
+            crate::reaper::flush(TEARDOWN_WAIT);
             instantiate(guest, store).await
         }
         r => r,
@@ -595,8 +608,10 @@ pub(crate) async fn execute_with(
         started,
         instantiate_ms,
     );
-    // Again now that this run's slot is free: the request made before the
-    // run may have found none.
+    // Again now that this run is over: the request made before the run may
+    // have found no free slot. (This run's slot is free once the reaper has
+    // dropped its instance; the refill itself waits for a quiet moment,
+    // which is normally later.)
     rt.warm().refill(rt, guest);
     r
 }
@@ -615,14 +630,15 @@ pub(crate) fn finish(
     instantiate_ms: f64,
 ) -> RunResult {
     let mut r = report(&mut prepared, env, c, isolation, run_id, guest);
-    // The instance goes now, so that its pool slot is free for the next run;
-    // the workspace directory is removed on the reaper thread (the caller
-    // has its result and need not wait for the filesystem).
+    // The caller has its result and need not wait for the teardown: the
+    // instance (its pool slot is reset as it goes) and then the workspace
+    // directory are dropped on the reaper thread, in that order. A run that
+    // finds no free slot meanwhile waits for the reaper
+    // (`instantiate_for_run`).
     let Prepared {
         store, workspace, ..
     } = prepared;
-    drop(store);
-    crate::reaper::reap(workspace);
+    crate::reaper::reap_instance((store, workspace));
     r.usage.wall_ms = started.elapsed().as_secs_f64() * 1e3;
     r.usage.instantiate_ms = instantiate_ms;
     r

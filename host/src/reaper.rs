@@ -1,16 +1,73 @@
 //! Drops finished runs' leftovers off the hot path.
 //!
 //! Removing a workspace directory and resetting an instance's pool slot
-//! take longer than the run itself for small guests. The caller does not
-//! need to wait for either, so a background thread does it. The queue is
-//! bounded: when it is full, the caller drops the value itself, so a burst
-//! of runs slows down instead of piling up garbage.
+//! take longer than the run itself for small guests (a Python instance's
+//! teardown alone is about 0.5 ms here). The caller does not need to wait
+//! for either, so a background thread does it. The queue is bounded: when
+//! it is full, the caller drops the value itself, so a burst of runs slows
+//! down instead of piling up garbage. Instances have a tighter bound of
+//! their own ([`PENDING_INSTANCES`]): each holds a pool slot and the memory
+//! it dirtied until it is dropped.
+//!
+//! Nothing a dropped instance held can reach another run in the meantime:
+//! its slot is not free until the drop has reset it, and a run that finds
+//! no free slot waits for this queue ([`flush`]) before it gives up.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
 
 /// Items waiting to be dropped, at most.
 const QUEUE: usize = 256;
+
+/// Instances waiting to be dropped, at most; past this the caller drops
+/// its own, so that a burst of runs cannot hold more slots and memory than
+/// this in teardown.
+pub const PENDING_INSTANCES: usize = 4;
+
+static INSTANCES: Bounded = Bounded::new(PENDING_INSTANCES);
+
+/// A count of values queued for dropping, with a bound.
+struct Bounded {
+    pending: AtomicUsize,
+    max: usize,
+}
+
+impl Bounded {
+    const fn new(max: usize) -> Self {
+        Bounded {
+            pending: AtomicUsize::new(0),
+            max,
+        }
+    }
+
+    /// Queues `value` if fewer than `max` are pending; else drops it here.
+    fn reap<T: Send + 'static>(&'static self, value: T) {
+        if self.pending.fetch_add(1, Ordering::AcqRel) >= self.max {
+            self.pending.fetch_sub(1, Ordering::AcqRel);
+            drop(value);
+            return;
+        }
+        reap(Pending {
+            value: Some(value),
+            count: &self.pending,
+        });
+    }
+}
+
+/// A value counted as pending until it has been dropped.
+struct Pending<T> {
+    value: Option<T>,
+    count: &'static AtomicUsize,
+}
+
+impl<T> Drop for Pending<T> {
+    fn drop(&mut self) {
+        // The value first: the count must not fall before the slot is free.
+        drop(self.value.take());
+        self.count.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 type Item = Box<dyn Send>;
 
@@ -36,11 +93,26 @@ fn sender() -> Option<&'static SyncSender<Item>> {
 /// Drops `value` on the reaper thread, or right here if the queue is full
 /// or the thread could not be started.
 pub fn reap<T: Send + 'static>(value: T) {
-    let Some(tx) = sender() else { return };
+    let Some(tx) = sender() else {
+        drop(value);
+        return;
+    };
     match tx.try_send(Box::new(value)) {
         Ok(()) => {}
         Err(TrySendError::Full(item)) | Err(TrySendError::Disconnected(item)) => drop(item),
     }
+}
+
+/// Drops a finished instance (its store, with anything that must go after
+/// it) on the reaper thread, or right here when [`PENDING_INSTANCES`] are
+/// already waiting or the queue is full.
+pub fn reap_instance<T: Send + 'static>(value: T) {
+    INSTANCES.reap(value);
+}
+
+/// Instances queued by [`reap_instance`] and not yet dropped.
+pub fn pending_instances() -> usize {
+    INSTANCES.pending.load(Ordering::Acquire)
 }
 
 /// Waits (at most `timeout`) until everything reaped so far has been
@@ -83,5 +155,42 @@ mod tests {
         }
         assert!(flush(std::time::Duration::from_secs(10)));
         assert_eq!(n.load(Ordering::SeqCst), 1000);
+    }
+
+    #[test]
+    fn values_waiting_under_a_bound_are_bounded() {
+        // Its own bound, so that other tests' runs do not count here.
+        let bound: &'static Bounded = Box::leak(Box::new(Bounded::new(3)));
+        // A value whose drop waits for its gate: the first one holds the
+        // reaper thread, so the ones queued behind it stay pending.
+        struct Gated(Arc<AtomicUsize>, std::sync::mpsc::Receiver<()>);
+        impl Drop for Gated {
+            fn drop(&mut self) {
+                let _ = self.1.recv_timeout(std::time::Duration::from_secs(10));
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let n = Arc::new(AtomicUsize::new(0));
+        let mut gates = Vec::new();
+        for i in 0..6 {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            if i >= 3 {
+                // Past the bound: dropped inline, so open its gate first.
+                tx.send(()).unwrap();
+                let before = n.load(Ordering::SeqCst);
+                bound.reap(Gated(n.clone(), rx));
+                assert_eq!(n.load(Ordering::SeqCst), before + 1, "dropped inline");
+            } else {
+                bound.reap(Gated(n.clone(), rx));
+            }
+            gates.push(tx);
+            assert!(bound.pending.load(Ordering::SeqCst) <= 3);
+        }
+        for g in &gates {
+            let _ = g.try_send(());
+        }
+        assert!(flush(std::time::Duration::from_secs(10)));
+        assert_eq!(n.load(Ordering::SeqCst), 6);
+        assert_eq!(bound.pending.load(Ordering::SeqCst), 0);
     }
 }
