@@ -701,7 +701,13 @@ pub(crate) fn report(
             });
         }
     }
-    let collected = prepared.workspace.collect_artifacts(env);
+    // An empty `out/` (the usual case) was seen by the walk above: no
+    // second walk for artifacts.
+    let collected = if ws.out_empty {
+        Default::default()
+    } else {
+        prepared.workspace.collect_artifacts(env)
+    };
     let state = prepared.store.data();
     let calls = state.broker.trace();
     let memory_peak_bytes = state.limiter.memory_peak();

@@ -41,14 +41,21 @@ impl Bounded {
         }
     }
 
-    /// Queues `value` if fewer than `max` are pending; else drops it here.
+    /// Queues `value` on the reaper if fewer than `max` are pending; else
+    /// drops it here.
     fn reap<T: Send + 'static>(&'static self, value: T) {
+        self.reap_into(value, reap);
+    }
+
+    /// [`Bounded::reap`] with the queue given (`queue` receives the value
+    /// wrapped so that it stays counted until it is dropped).
+    fn reap_into<T>(&'static self, value: T, queue: impl FnOnce(Pending<T>)) {
         if self.pending.fetch_add(1, Ordering::AcqRel) >= self.max {
             self.pending.fetch_sub(1, Ordering::AcqRel);
             drop(value);
             return;
         }
-        reap(Pending {
+        queue(Pending {
             value: Some(value),
             count: &self.pending,
         });
@@ -159,38 +166,27 @@ mod tests {
 
     #[test]
     fn values_waiting_under_a_bound_are_bounded() {
-        // Its own bound, so that other tests' runs do not count here.
+        // Its own bound and its own queue (a Vec), so that nothing else
+        // using the reaper affects the counts.
         let bound: &'static Bounded = Box::leak(Box::new(Bounded::new(3)));
-        // A value whose drop waits for its gate: the first one holds the
-        // reaper thread, so the ones queued behind it stay pending.
-        struct Gated(Arc<AtomicUsize>, std::sync::mpsc::Receiver<()>);
-        impl Drop for Gated {
-            fn drop(&mut self) {
-                let _ = self.1.recv_timeout(std::time::Duration::from_secs(10));
-                self.0.fetch_add(1, Ordering::SeqCst);
-            }
-        }
         let n = Arc::new(AtomicUsize::new(0));
-        let mut gates = Vec::new();
+        let mut queue = Vec::new();
         for i in 0..6 {
-            let (tx, rx) = std::sync::mpsc::sync_channel(1);
-            if i >= 3 {
-                // Past the bound: dropped inline, so open its gate first.
-                tx.send(()).unwrap();
-                let before = n.load(Ordering::SeqCst);
-                bound.reap(Gated(n.clone(), rx));
-                assert_eq!(n.load(Ordering::SeqCst), before + 1, "dropped inline");
-            } else {
-                bound.reap(Gated(n.clone(), rx));
-            }
-            gates.push(tx);
-            assert!(bound.pending.load(Ordering::SeqCst) <= 3);
+            bound.reap_into(Counted(n.clone()), |p| queue.push(p));
+            let pending = bound.pending.load(Ordering::SeqCst);
+            assert_eq!(pending, queue.len());
+            assert_eq!(pending, (i + 1).min(3));
+            // Past the bound a value is dropped right away.
+            assert_eq!(n.load(Ordering::SeqCst), (i + 1).saturating_sub(3));
         }
-        for g in &gates {
-            let _ = g.try_send(());
-        }
-        assert!(flush(std::time::Duration::from_secs(10)));
-        assert_eq!(n.load(Ordering::SeqCst), 6);
+        // A queued value counts until its drop has finished.
+        drop(queue.pop());
+        assert_eq!(bound.pending.load(Ordering::SeqCst), 2);
+        assert_eq!(n.load(Ordering::SeqCst), 4);
+        bound.reap_into(Counted(n.clone()), |p| queue.push(p));
+        assert_eq!(bound.pending.load(Ordering::SeqCst), 3);
+        queue.clear();
         assert_eq!(bound.pending.load(Ordering::SeqCst), 0);
+        assert_eq!(n.load(Ordering::SeqCst), 7);
     }
 }

@@ -55,6 +55,9 @@ pub struct WorkspaceUsage {
     pub bytes: u64,
     /// Directory entries.
     pub entries: u64,
+    /// `out/` was seen to be a directory with nothing in it: there are no
+    /// artifacts to collect (the run's caller skips that second walk).
+    pub out_empty: bool,
 }
 
 /// One run's workspace directory.
@@ -212,7 +215,11 @@ fn measure(dir: &Dir, depth: usize, max_entries: u64, u: &mut WorkspaceUsage) {
         if ft.is_dir() {
             if depth < 64 {
                 if let Ok(sub) = entry.open_dir() {
+                    let before = u.entries;
                     measure(&sub, depth + 1, max_entries, u);
+                    if depth == 0 && entry.file_name() == OUT_DIR && u.entries == before {
+                        u.out_empty = true;
+                    }
                 }
             } else {
                 // Deeper than any legitimate tree: count it as over the cap
@@ -310,6 +317,28 @@ mod tests {
             path: path.into(),
             content: content.into(),
         }
+    }
+
+    #[test]
+    fn usage_says_when_out_is_empty() {
+        let base = tempfile::tempdir().unwrap();
+        let ws = Workspace::create(base.path()).unwrap();
+        assert!(ws.usage(100).out_empty, "a new workspace's out/ is empty");
+        ws.place_files(&[file("a.txt", "x")], &Envelope::default())
+            .unwrap();
+        assert!(
+            ws.usage(100).out_empty,
+            "a file outside out/ is no artifact"
+        );
+        ws.place_files(&[file("out/deep/b.txt", "y")], &Envelope::default())
+            .unwrap();
+        assert!(!ws.usage(100).out_empty);
+        // A replaced out/ is not reported empty: collection says why.
+        let ws = Workspace::create(base.path()).unwrap();
+        ws.root.remove_dir(OUT_DIR).unwrap();
+        ws.root.write(OUT_DIR, b"not a dir").unwrap();
+        assert!(!ws.usage(100).out_empty);
+        assert_eq!(ws.collect_artifacts(&Envelope::default()).refused.len(), 1);
     }
 
     #[test]
