@@ -227,6 +227,23 @@ fn bench(c: &mut Criterion) {
             "ms",
             in_session,
         );
+        // The same evaluation after 20 ms of sleep each time: what an idle
+        // gap costs on this machine by itself (caches and TLB after an idle
+        // vCPU), with no instantiation, claim or teardown involved. Compare
+        // it with `_fresh_instance_1+1_20ms_apart`.
+        let apart = (0..300)
+            .map(|_| {
+                std::thread::sleep(Duration::from_millis(20));
+                let t = std::time::Instant::now();
+                in_session();
+                t.elapsed()
+            })
+            .collect();
+        print_percentiles(
+            &format!("{}_session_eval_1+1_20ms_apart", lang.as_str()),
+            "ms",
+            apart,
+        );
         g.bench_function(format!("{}_session_eval_1+1", lang.as_str()), |b| {
             b.iter(in_session)
         });
