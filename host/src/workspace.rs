@@ -321,22 +321,22 @@ mod tests {
 
     #[test]
     fn usage_says_when_out_is_empty() {
-        let base = tempfile::tempdir().unwrap();
-        let ws = Workspace::create(base.path()).unwrap();
+        let base = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::create(base.path()).expect("workspace");
         assert!(ws.usage(100).out_empty, "a new workspace's out/ is empty");
         ws.place_files(&[file("a.txt", "x")], &Envelope::default())
-            .unwrap();
+            .expect("placed");
         assert!(
             ws.usage(100).out_empty,
             "a file outside out/ is no artifact"
         );
         ws.place_files(&[file("out/deep/b.txt", "y")], &Envelope::default())
-            .unwrap();
+            .expect("placed");
         assert!(!ws.usage(100).out_empty);
         // A replaced out/ is not reported empty: collection says why.
-        let ws = Workspace::create(base.path()).unwrap();
-        ws.root.remove_dir(OUT_DIR).unwrap();
-        ws.root.write(OUT_DIR, b"not a dir").unwrap();
+        let ws = Workspace::create(base.path()).expect("workspace");
+        ws.root.remove_dir(OUT_DIR).expect("remove out/");
+        ws.root.write(OUT_DIR, b"not a dir").expect("write out");
         assert!(!ws.usage(100).out_empty);
         assert_eq!(ws.collect_artifacts(&Envelope::default()).refused.len(), 1);
     }
