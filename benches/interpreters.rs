@@ -187,18 +187,9 @@ fn bench(c: &mut Criterion) {
         // refill of pre-instantiated instances (`warm_instances`) has
         // finished by the next run. Back to back (above), it competes with
         // the runs for the process's memory map.
-        let apart = (0..300)
-            .map(|_| {
-                std::thread::sleep(Duration::from_millis(20));
-                let t = std::time::Instant::now();
-                fresh();
-                t.elapsed()
-            })
-            .collect();
-        print_percentiles(
+        percentiles_apart(
             &format!("{}_fresh_instance_1+1_20ms_apart", lang.as_str()),
-            "ms",
-            apart,
+            fresh,
         );
         percentiles(
             &format!("{}_fresh_instance_1+1", lang.as_str()),
@@ -231,18 +222,9 @@ fn bench(c: &mut Criterion) {
         // gap costs on this machine by itself (caches and TLB after an idle
         // vCPU), with no instantiation, claim or teardown involved. Compare
         // it with `_fresh_instance_1+1_20ms_apart`.
-        let apart = (0..300)
-            .map(|_| {
-                std::thread::sleep(Duration::from_millis(20));
-                let t = std::time::Instant::now();
-                in_session();
-                t.elapsed()
-            })
-            .collect();
-        print_percentiles(
+        percentiles_apart(
             &format!("{}_session_eval_1+1_20ms_apart", lang.as_str()),
-            "ms",
-            apart,
+            in_session,
         );
         g.bench_function(format!("{}_session_eval_1+1", lang.as_str()), |b| {
             b.iter(in_session)
@@ -272,6 +254,20 @@ fn bench(c: &mut Criterion) {
         }
     }
     g.finish();
+}
+
+/// Times 300 calls of `f`, each after 20 ms of sleep (the timer covers
+/// the call only), and prints their percentiles in ms.
+fn percentiles_apart(label: &str, mut f: impl FnMut()) {
+    let times = (0..300)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            let t = std::time::Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect();
+    print_percentiles(label, "ms", times);
 }
 
 /// Private (not shared) resident bytes of this process, from
