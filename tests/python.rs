@@ -476,8 +476,9 @@ async fn a_pre_instantiated_instance_is_as_fresh_as_a_new_one() {
 }
 
 /// A finished run's instance is torn down after its result is returned
-/// (host/src/reaper.rs), so the next run can find the only slot still
-/// taken: it must wait for the teardown, not be refused `busy`.
+/// (host/src/reaper.rs), and a closed session's after the close, so the
+/// next run or session can find the only slot still taken: it must wait
+/// for the teardown, not be refused `busy`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn back_to_back_runs_through_one_slot_wait_for_the_last_teardown() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -490,6 +491,16 @@ async fn back_to_back_runs_through_one_slot_wait_for_the_last_teardown() {
         assert_eq!(r.status, Status::Ok, "run {i}: {r:?}");
         assert_eq!(r.result.as_deref(), Some(format!("{}", i * 2).as_str()));
     }
+    // A closed session's instance goes the same way.
+    for _ in 0..3 {
+        let info = s
+            .open_session("someone", &py(""))
+            .await
+            .expect("a session in the one slot");
+        assert!(s.close_session("someone", &info.session_id));
+    }
+    let r = s.run(&py("6*7")).await;
+    assert_eq!(r.result.as_deref(), Some("42"), "{r:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

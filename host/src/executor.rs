@@ -316,9 +316,9 @@ pub(crate) async fn instantiate(
 /// [`instantiate`] for a run or a session: when every pool slot is taken
 /// and some are held by pre-instantiated instances ([`crate::warm`]) or by
 /// finished runs queued for teardown ([`crate::reaper`]), the former are
-/// dropped, the latter waited for (at most [`TEARDOWN_WAIT`], blocking
-/// this thread), and the instantiation tried once more. A run comes before
-/// a warm instance.
+/// dropped, the latter waited for (at most [`TEARDOWN_WAIT`], on tokio's
+/// blocking pool), and the instantiation tried once more. A run comes
+/// before a warm instance.
 pub(crate) async fn instantiate_for_run(
     rt: &Runtime,
     guest: &Guest,
@@ -331,13 +331,23 @@ pub(crate) async fn instantiate_for_run(
         {
             // Slots that are only held by pre-instantiated instances, or
             // by finished runs still queued for teardown, are free to take:
-            // let them go, then try once more.
-            let released = rt.warm().release_all();
-            let queued = crate::reaper::pending_instances();
-            if released == 0 && queued == 0 {
+            // let them go, then try once more. Both waits block, so they
+            // run on tokio's blocking pool, not on this worker thread.
+            let owned = rt.clone();
+            let freed = tokio::task::spawn_blocking(move || {
+                let released = owned.warm().release_all();
+                let queued = crate::reaper::pending_instances();
+                if released == 0 && queued == 0 {
+                    return false;
+                }
+                crate::reaper::flush(TEARDOWN_WAIT);
+                true
+            })
+            .await
+            .unwrap_or(false);
+            if !freed {
                 return Err(e);
             }
-            crate::reaper::flush(TEARDOWN_WAIT);
             instantiate(guest, store).await
         }
         r => r,

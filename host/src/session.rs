@@ -118,7 +118,11 @@ impl SessionTable {
                 .collect();
             ids.iter().filter_map(|id| map.remove(id)).collect()
         };
-        drop(expired);
+        // Torn down off this caller's path (sweeps run before every
+        // evaluation and open), like a finished run's instance.
+        for slot in expired {
+            crate::reaper::reap_instance(slot);
+        }
     }
 
     /// The limits this table enforces.
@@ -229,7 +233,13 @@ impl SessionTable {
                 _ => None,
             }
         };
-        removed.is_some()
+        match removed {
+            Some(slot) => {
+                crate::reaper::reap_instance(slot);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Evaluates `req.code` in `caller`'s session `id`, under `env` and
