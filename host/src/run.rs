@@ -232,7 +232,9 @@ pub struct RefusedArtifact {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Usage {
-    /// Wall time of the whole run, in milliseconds (fractional).
+    /// Wall time of the whole run, from the request to its result, in
+    /// milliseconds (fractional). The instance's teardown, which happens
+    /// after the result is returned (`reaper`), is not in it.
     pub wall_ms: f64,
     /// Time to instantiate the guest, in milliseconds (fractional).
     pub instantiate_ms: f64,
