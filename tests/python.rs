@@ -286,6 +286,21 @@ except plimsoll.BrokerError as e:
     assert!(!json.contains(STATIC_TOKEN));
 }
 
+/// `guests/python/cell_cases.py` checks, inside the real component's
+/// CPython, that the guest's fast split of a cell at its last top-level line
+/// compiles thousands of tricky cells exactly as CPython's own AST would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cells_split_at_their_last_line_keep_their_meaning() {
+    let script = include_str!("../guests/python/cell_cases.py");
+    let r = run(script).await;
+    assert_eq!(r.status, Status::Ok, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains(" cells, 0 mismatches"),
+        "{}",
+        r.stdout
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_do_not_share_state() {
     let r = run("leaked = 'secret'\nleaked").await;

@@ -223,17 +223,75 @@ def _user_tb(tb):
 _EMPTY = compile("", "<empty>", "exec", dont_inherit=True)
 
 
+def _last_line_start(code):
+    """Offset of the cell's last line that could begin a top-level statement.
+
+    That is the last line that starts in column 0 with something other than
+    a comment or a closing bracket; -1 when there is none, or when the cell
+    has a carriage return (the scan counts lines by "\\n" alone). This is
+    only a candidate: `_compile_cell` proves it by compiling what comes
+    before it on its own.
+    """
+    if "\r" in code:
+        return -1
+    end = len(code)
+    while True:
+        start = code.rfind("\n", 0, end) + 1
+        if start < end and code[start] not in " \t\f#)]}":
+            return start
+        if start == 0:
+            return -1
+        end = start - 1
+
+
 def _compile_cell(code, filename):
-    """Compile a cell into (statements, trailing expression or None)."""
-    # A cell that is one expression (`1+1`, `f(x)`) compiles as such
-    # directly; building and splitting its AST costs more than the rest of
-    # a short evaluation. Anything else fails here at its first statement,
-    # cheaply, and takes the general path.
-    try:
-        return _EMPTY, compile(code, filename, "eval", dont_inherit=True)
-    except SyntaxError:
-        pass
-    tree = ast.parse(code, filename, "exec")
+    """Compile a cell into (statements to run in order, trailing expression or None).
+
+    The cell is split at its last top-level line into a head, compiled from
+    source, and a tail, usually one line. That split is sound because the
+    head is compiled on its own: a head that compiles cannot end inside a
+    string, a bracket, a line continuation or a decorator, so the whole
+    cell is exactly the head's statements followed by the tail's (a tail
+    that would continue the head's last statement, such as `else:`, does
+    not compile on its own and falls through). Only the tail is split by
+    its AST, when it is not one expression. Parsing the whole cell into an
+    AST and compiling that costs half as much again as compiling the
+    source in wasm CPython, which is most of the run for a short script.
+
+    Anything else (a cell that does not compile, a `__future__` import in
+    the head, whose flags the tail would not get) takes the general path:
+    the whole cell through its AST.
+    """
+    start = _last_line_start(code)
+    if start >= 0:
+        head = code[:start]
+        # Blank lines keep the tail's line numbers those of the cell.
+        tail = "\n" * head.count("\n") + code[start:]
+        if "__future__" not in head:
+            try:
+                body = compile(head, filename, "exec", dont_inherit=True) if head else _EMPTY
+            except SyntaxError:
+                body = None
+            if body is not None:
+                try:
+                    return (body,), compile(tail, filename, "eval", dont_inherit=True)
+                except SyntaxError:
+                    pass
+                try:
+                    tree = ast.parse(tail, filename, "exec")
+                except SyntaxError:
+                    tree = None  # reported from the whole cell below, as it would be
+                # A tail without statements would mean the scan went wrong;
+                # the general path is always right.
+                if tree is not None and tree.body:
+                    rest, last = _split_tree(tree, filename)
+                    return (body, rest), last
+    body, last = _split_tree(ast.parse(code, filename, "exec"), filename)
+    return (body,), last
+
+
+def _split_tree(tree, filename):
+    """Compile a module's AST into (statements, trailing expression or None)."""
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
@@ -257,7 +315,8 @@ def _run_cell(code):
         raise _CellError(_format_exception(exc, None)) from None
 
     try:
-        exec(body, _NS)
+        for stmts in body:
+            exec(stmts, _NS)
         if tail is None:
             return ""
         value = builtins.eval(tail, _NS)

@@ -98,6 +98,7 @@ sys.dont_write_bytecode = True  # leave no __pycache__ beside the sources
 sys.path.insert(0, HERE)
 app = importlib.import_module("app")
 plimsoll = importlib.import_module("plimsoll")
+cell_cases = importlib.import_module("cell_cases")
 
 
 def run(world, code):
@@ -288,6 +289,42 @@ class PlimsollTests(unittest.TestCase):
     def test_public_names_have_docstrings(self):
         for name in plimsoll.__all__:
             self.assertTrue(getattr(plimsoll, name).__doc__, name)
+
+
+class CompileCellTests(unittest.TestCase):
+    """`_compile_cell`'s split is an optimization: it must never change meaning."""
+
+    def assertNoMismatches(self, cells):
+        bad = cell_cases.mismatches(app._compile_cell, cells)
+        self.assertEqual(bad, [], "%d cells changed meaning" % len(bad))
+
+    def test_tricky_cells(self):
+        self.assertNoMismatches(cell_cases.TRICKY_CELLS)
+
+    def test_random_cells_from_tricky_fragments(self):
+        self.assertNoMismatches(cell_cases.random_cells(3000))
+
+    def test_the_fast_split_is_taken(self):
+        # The common shapes compile from source; a regression to the whole
+        # AST path would not be visible otherwise.
+        import ast
+        calls = []
+        real = ast.parse
+        ast.parse = lambda *a, **k: calls.append(a[0]) or real(*a, **k)
+        try:
+            for code in ["x = 1\nx", "def f():\n    return 1\nf()\n",
+                         "import os\nif os.sep:\n    print(1)", "1+1"]:
+                app._compile_cell(code, "<cell>")
+        finally:
+            ast.parse = real
+        # Only the third cell's tail, `if ...:`, goes through an AST.
+        self.assertEqual(calls, ["\nif os.sep:\n    print(1)"])
+
+    def test_tracebacks_point_at_the_right_lines(self):
+        ok, value, _, _ = run(app.WitWorld(), "x = 1\n\ny = 2\n(x /\n 0)")
+        self.assertFalse(ok)
+        self.assertIn("line 4", value)
+        self.assertIn("(x /", value)
 
 
 if __name__ == "__main__":
