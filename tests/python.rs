@@ -294,11 +294,7 @@ async fn cells_split_at_their_last_line_keep_their_meaning() {
     let script = include_str!("../guests/python/cell_cases.py");
     let r = run(script).await;
     assert_eq!(r.status, Status::Ok, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stdout.contains(" cells, 0 mismatches"),
-        "{}",
-        r.stdout
-    );
+    assert!(r.stdout.contains(" cells, 0 mismatches"), "{}", r.stdout);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
