@@ -486,6 +486,37 @@ async fn a_pre_instantiated_instance_is_as_fresh_as_a_new_one() {
     assert_eq!(s.runtime().warm_instances_claimed(), claimed);
 }
 
+/// Pre-instantiated instances are made under the operator's table and
+/// instance limits, so an operator envelope below the library's defaults
+/// still lets runs claim them; a request that lowers a limit further does
+/// not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pre_instantiated_instances_follow_the_operators_envelope() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_in(dir.path(), |c| {
+        c.runtime.engine.warm_instances = 1;
+        c.envelope.table_elements = 50_000;
+    });
+    assert_eq!(s.run(&py("1+1")).await.status, Status::Ok);
+    wait_for_warm(&s).await;
+    let claimed = s.runtime().warm_instances_claimed();
+    let r = s.run(&py("2+2")).await;
+    assert_eq!(r.result.as_deref(), Some("4"), "{r:?}");
+    assert_eq!(
+        s.runtime().warm_instances_claimed(),
+        claimed + 1,
+        "the run did not use the pre-instantiated instance"
+    );
+
+    wait_for_warm(&s).await;
+    let claimed = s.runtime().warm_instances_claimed();
+    let mut lower = py("3*3");
+    lower.limits.table_elements = Some(40_000);
+    let r = s.run(&lower).await;
+    assert_eq!(r.result.as_deref(), Some("9"), "{r:?}");
+    assert_eq!(s.runtime().warm_instances_claimed(), claimed);
+}
+
 /// A finished run's instance is torn down after its result is returned
 /// (host/src/reaper.rs), and a closed session's after the close, so the
 /// next run or session can find the only slot still taken: it must wait

@@ -166,10 +166,13 @@ pub(crate) const PLACEHOLDER_FUEL: u64 = 100_000_000;
 
 /// The store of a pre-instantiated instance ([`crate::warm`]), before any
 /// request claims it: no workspace, no input, output to nowhere, no grants,
-/// and only [`PLACEHOLDER_FUEL`] for the component's start-up. Memory is
-/// not limited here; the claiming request's limit is checked against what
-/// the instance holds.
-pub(crate) fn placeholder_store(rt: &Runtime) -> Store<RunState> {
+/// and only [`PLACEHOLDER_FUEL`] for the component's start-up. Tables and
+/// instances are limited as `limits` says; memory is not limited here: the
+/// claiming request's limit is checked against what the instance holds.
+pub(crate) fn placeholder_store(
+    rt: &Runtime,
+    limits: crate::warm::PlaceholderLimits,
+) -> Store<RunState> {
     let env = Envelope::default();
     let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms);
     let broker = RunBroker::new(rt.broker().clone(), GrantSet::empty(), &env, deadline);
@@ -181,7 +184,7 @@ pub(crate) fn placeholder_store(rt: &Runtime) -> Store<RunState> {
     let state = run_state(
         wasi.build(),
         broker,
-        RunLimiter::new(u64::MAX, env.table_elements, env.instances),
+        RunLimiter::new(u64::MAX, limits.table_elements, limits.instances),
         &env,
         deadline,
         None,
@@ -233,6 +236,7 @@ pub(crate) fn claim_warm(
         mut store,
         live,
         fuel_used,
+        ..
     } = warm;
     std::mem::swap(prepared.store.data_mut(), store.data_mut());
     // `prepared.store` (never instantiated) now holds the placeholder.

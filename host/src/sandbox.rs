@@ -106,6 +106,7 @@ impl Sandbox {
             });
         }
         let runtime = Runtime::new(config.runtime)?;
+        runtime.warm().make_under(&config.envelope);
         let mut interpreters = HashMap::new();
         for (language, path) in &config.interpreters {
             let guest = runtime

@@ -65,6 +65,33 @@ pub(crate) struct WarmInstance {
     /// the run that claims it as it would have been had the run
     /// instantiated for itself.
     pub(crate) fuel_used: u64,
+    /// The table and instance limits it was made under.
+    made_under: PlaceholderLimits,
+}
+
+/// The table and instance limits a pre-instantiated instance is made
+/// under: the operator's envelope's (the most any request gets), so that
+/// every request that does not lower them can claim it. A request that
+/// lowers either would have been refused something the instance may
+/// already have, and instantiates for itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PlaceholderLimits {
+    pub(crate) table_elements: u64,
+    pub(crate) instances: u64,
+}
+
+impl PlaceholderLimits {
+    fn of(env: &Envelope) -> Self {
+        PlaceholderLimits {
+            table_elements: env.table_elements,
+            instances: env.instances,
+        }
+    }
+
+    /// Whether a run under `env` may use an instance made under these.
+    fn allow(&self, env: &Envelope) -> bool {
+        env.table_elements >= self.table_elements && env.instances >= self.instances
+    }
 }
 
 /// The ready instances of one runtime, and the thread that makes them.
@@ -82,6 +109,9 @@ pub(crate) struct WarmPool {
     /// Started on the first refill request (`None` before, or when off).
     refill: Mutex<Option<SyncSender<Guest>>>,
     claimed: AtomicU64,
+    /// What the next instance is made under; the defaults until the
+    /// sandbox sets its operator's envelope ([`WarmPool::make_under`]).
+    limits: Arc<Mutex<PlaceholderLimits>>,
 }
 
 impl WarmPool {
@@ -95,7 +125,15 @@ impl WarmPool {
             activity: Arc::new(Activity::default()),
             refill: Mutex::new(None),
             claimed: AtomicU64::new(0),
+            limits: Arc::new(Mutex::new(PlaceholderLimits::of(&Envelope::default()))),
         }
+    }
+
+    /// Makes instances from now on under `operator`'s table and instance
+    /// limits (see [`PlaceholderLimits`]). The sandbox calls this with its
+    /// envelope; without it they are made under the defaults.
+    pub(crate) fn make_under(&self, operator: &Envelope) {
+        *lock(&self.limits) = PlaceholderLimits::of(operator);
     }
 
     /// Takes a ready instance of `guest` that a run under `env` may use:
@@ -105,18 +143,11 @@ impl WarmPool {
         if self.depth == 0 || guest.kind() != GuestKind::Interpreter {
             return None;
         }
-        // The placeholder limited tables and instances to the defaults;
-        // a request that allows less would have been refused something
-        // the warm instance already has.
-        let defaults = Envelope::default();
-        if env.table_elements < defaults.table_elements || env.instances < defaults.instances {
-            return None;
-        }
         let mut ready = lock(&self.ready);
         let list = ready.get_mut(guest.identity())?;
-        let i = list
-            .iter()
-            .position(|w| w.store.data().limiter.memory_total() <= env.memory_bytes)?;
+        let i = list.iter().position(|w| {
+            w.made_under.allow(env) && w.store.data().limiter.memory_total() <= env.memory_bytes
+        })?;
         let w = list.swap_remove(i);
         drop(ready);
         self.claimed.fetch_add(1, Ordering::Relaxed);
@@ -135,6 +166,7 @@ impl WarmPool {
             let (send, recv) = std::sync::mpsc::sync_channel(REFILL_QUEUE);
             let weak = Arc::downgrade(&rt.inner);
             let shared = Shared {
+                limits: self.limits.clone(),
                 ready: self.ready.clone(),
                 making: self.making.clone(),
                 suspended: self.suspended.clone(),
@@ -231,6 +263,7 @@ impl Drop for BusyGuard {
 
 /// What the background thread shares with its pool.
 struct Shared {
+    limits: Arc<Mutex<PlaceholderLimits>>,
     ready: Arc<Mutex<HashMap<String, Vec<WarmInstance>>>>,
     making: Arc<Mutex<()>>,
     suspended: Arc<AtomicBool>,
@@ -243,6 +276,7 @@ struct Shared {
 /// the sender, dropped).
 fn refill_loop(runtime: Weak<RuntimeInner>, shared: Shared, requests: Receiver<Guest>) {
     let Shared {
+        limits,
         ready,
         making,
         suspended,
@@ -276,7 +310,8 @@ fn refill_loop(runtime: Weak<RuntimeInner>, shared: Shared, requests: Receiver<G
                 return;
             };
             let rt = Runtime { inner };
-            let mut store = executor::placeholder_store(&rt);
+            let made_under = *lock(&limits);
+            let mut store = executor::placeholder_store(&rt, made_under);
             let made = tokio.block_on(async {
                 let live = executor::instantiate(&guest, &mut store).await?;
                 // The empty evaluation: an interpreter's first call into a
@@ -312,6 +347,7 @@ fn refill_loop(runtime: Weak<RuntimeInner>, shared: Shared, requests: Receiver<G
                             store,
                             live,
                             fuel_used,
+                            made_under,
                         })
                 }
                 // No free slot, or the guest cannot start without running
