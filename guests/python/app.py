@@ -148,13 +148,19 @@ def _warm_up():
     """
     _reseed()
     try:
-        scratch = {"__builtins__": builtins}
-        body, tail = _compile_cell("0", "<warm-up>")
-        exec(body, scratch)
-        _clean(repr(builtins.eval(tail, scratch)))
+        _throwaway_cell("0")
     except BaseException:
         pass
     _flush_all()
+
+
+def _throwaway_cell(code):
+    """Compile and run `code` as a cell in a namespace of its own; its repr."""
+    scratch = {"__builtins__": builtins}
+    body, tail = _compile_cell(code, "<warm-up>")
+    for stmts in body:
+        exec(stmts, scratch)
+    return _clean(repr(builtins.eval(tail, scratch)))
 
 
 def _per_run_setup():
@@ -220,9 +226,6 @@ def _user_tb(tb):
     return tb
 
 
-_EMPTY = compile("", "<empty>", "exec", dont_inherit=True)
-
-
 def _last_line_start(code):
     """Offset of the cell's last line that could begin a top-level statement.
 
@@ -269,12 +272,13 @@ def _compile_cell(code, filename):
         tail = "\n" * head.count("\n") + code[start:]
         if "__future__" not in head:
             try:
-                body = compile(head, filename, "exec", dont_inherit=True) if head else _EMPTY
+                # An empty head runs nothing: not even an empty module.
+                body = (compile(head, filename, "exec", dont_inherit=True),) if head else ()
             except SyntaxError:
                 body = None
             if body is not None:
                 try:
-                    return (body,), compile(tail, filename, "eval", dont_inherit=True)
+                    return body, compile(tail, filename, "eval", dont_inherit=True)
                 except SyntaxError:
                     pass
                 try:
@@ -285,7 +289,7 @@ def _compile_cell(code, filename):
                 # the general path is always right.
                 if tree is not None and tree.body:
                     rest, last = _split_tree(tree, filename)
-                    return (body, rest), last
+                    return body + (rest,), last
     body, last = _split_tree(ast.parse(code, filename, "exec"), filename)
     return (body,), last
 

@@ -125,6 +125,12 @@ class EvalTests(unittest.TestCase):
         self.assertEqual(run(self.w, "")[:2], (True, ""))
         self.assertEqual(run(self.w, "# only a comment\n")[:2], (True, ""))
 
+    def test_the_warm_up_runs_the_whole_cell_path(self):
+        # `_warm_up` swallows every error (it must change nothing), so a
+        # broken throwaway cell would go unnoticed but for this.
+        self.assertEqual(app._throwaway_cell("0"), "0")
+        self.assertEqual(app._throwaway_cell("x = 2\nx * 3"), "6")
+
     def test_the_empty_cell_changes_nothing(self):
         # The host's pre-instantiated instances evaluate "" before a run
         # claims them (host/src/warm.rs): no output, no cell number, no
