@@ -122,11 +122,12 @@ pub fn finished_ids(out: &Path) -> std::io::Result<HashSet<String>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(done),
         Err(e) => return Err(e),
     };
-    for line in std::io::BufReader::new(f).lines() {
+    // Lines as bytes: a torn last line (the batch was killed mid-write) may
+    // end inside a multi-byte character. It is ignored, as any line that is
+    // not a result, and its job runs again.
+    for line in std::io::BufReader::new(f).split(b'\n') {
         let line = line?;
-        // A torn last line (the batch was killed mid-write) is ignored and
-        // its job runs again.
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line)
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line)
             && let Some(id) = v.get("id").and_then(|i| i.as_str())
         {
             done.insert(id.to_owned());
@@ -569,6 +570,20 @@ mod tests {
             self.next += 1;
             Ok(line.len())
         }
+    }
+
+    #[test]
+    fn a_torn_last_result_line_is_ignored_not_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("results.jsonl");
+        let whole = r#"{"id":"a","stdout":"café"}"#;
+        let mut torn = "{\"id\":\"b\",\"stdout\":\"caf\u{e9}".as_bytes().to_vec();
+        torn.pop(); // half of the two bytes of `é`
+        let mut bytes = format!("{whole}\n").into_bytes();
+        bytes.extend(torn);
+        std::fs::write(&out, bytes).expect("write");
+        let done = finished_ids(&out).expect("a torn line is not an error");
+        assert_eq!(done, HashSet::from(["a".to_owned()]));
     }
 
     fn sandbox() -> Arc<Sandbox> {
