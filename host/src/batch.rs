@@ -280,12 +280,7 @@ pub async fn run_batch(
 ) -> std::io::Result<BatchSummary> {
     let started = Instant::now();
     let done = finished_ids(out)?;
-    let writer = Arc::new(Mutex::new(
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(out)?,
-    ));
+    let writer = Arc::new(Mutex::new(open_for_results(out)?));
     let components: Arc<Mutex<HashMap<PathBuf, Result<crate::guest::Guest, String>>>> =
         Arc::default();
     let summary = Arc::new(Mutex::new(BatchSummary::default()));
@@ -407,6 +402,28 @@ pub async fn run_batch(
     Ok(s)
 }
 
+/// Opens `out` for appending result lines. A last line without its
+/// newline (a batch killed mid-write) is ended first, so that the next
+/// result starts a line of its own instead of being glued to the torn one
+/// and lost with it.
+fn open_for_results(out: &Path) -> std::io::Result<std::fs::File> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(out)?;
+    if f.metadata()?.len() > 0 {
+        f.seek(SeekFrom::End(-1))?;
+        let mut last = [0u8; 1];
+        f.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            f.write_all(b"\n")?;
+        }
+    }
+    Ok(f)
+}
+
 /// Appends a job's result line to the output and counts it.
 fn record(
     writer: &Mutex<std::fs::File>,
@@ -418,7 +435,9 @@ fn record(
     let line = result_line(id, r);
     {
         let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
-        writeln!(w, "{line}")?;
+        // One write per line, newline included, so that a batch killed
+        // mid-line leaves at most that line torn.
+        w.write_all(format!("{line}\n").as_bytes())?;
         w.flush()?;
     }
     let mut s = summary.lock().unwrap_or_else(|p| p.into_inner());
@@ -584,6 +603,28 @@ mod tests {
         std::fs::write(&out, bytes).expect("write");
         let done = finished_ids(&out).expect("a torn line is not an error");
         assert_eq!(done, HashSet::from(["a".to_owned()]));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_rerun_after_a_torn_line_writes_its_results_on_lines_of_their_own() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("results.jsonl");
+        std::fs::write(&out, b"{\"id\":\"a\"}\n{\"id\":\"b\",\"std").expect("write");
+        let jobs: &[u8] = b"not json\n";
+        let summary = run_batch(sandbox(), jobs, &out, &BatchOptions::default())
+            .await
+            .expect("the batch runs");
+        assert_eq!(summary.ran, 1);
+        let text = std::fs::read_to_string(&out).expect("results");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(
+            lines[1], "{\"id\":\"b\",\"std",
+            "the torn line stays as it was"
+        );
+        let last: serde_json::Value = serde_json::from_str(lines[2]).expect("a whole result line");
+        assert_eq!(last["id"], "line-1");
+        assert!(text.ends_with('\n'));
     }
 
     fn sandbox() -> Arc<Sandbox> {
