@@ -60,7 +60,7 @@ javascript-guest: setup
 ## CPython as a component (componentize-py, pinned, in a virtualenv under
 ## guests/python/build). Rebuilt only when its sources change.
 python-guest: $(GUESTS_OUT)/python.wasm
-$(GUESTS_OUT)/python.wasm: guests/python/app.py guests/python/plimsoll.py guests/python/build.sh $(wildcard wit/*.wit)
+$(GUESTS_OUT)/python.wasm: guests/python/app.py guests/python/plimsoll.py guests/python/build.sh $(wildcard guests/python/deterministic/*.c) $(wildcard wit/*.wit)
 	guests/python/build.sh
 
 build: setup
@@ -82,6 +82,7 @@ demo: guests build
 
 test: guests microvm
 	python3 guests/python/test_guest.py
+	python3 guests/python/test_build.py
 	$(CARGO) test --release --workspace -- $(TEST_ARGS)
 	$(CARGO) test --manifest-path guests/javascript/Cargo.toml
 

@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
 # Build the Python interpreter guest: guests/python/app.py -> target/guests/python.wasm
 #
+#     guests/python/build.sh [OUT]     (OUT defaults to target/guests/python.wasm)
+#
 # Idempotent and runnable from any directory. Creates a virtualenv under
 # guests/python/build/venv (gitignored) holding the pinned componentize-py;
 # the only network access is that pip install, on the first run.
+#
+# Reproducible: componentize-py runs CPython at build time and snapshots it,
+# so it runs here with fixed clocks and entropy (deterministic/fixed-clocks.c,
+# preloaded) and a fixed view of its files (deterministic/fixed-stat.c, a
+# ptrace tracer): the same sources give the same bytes, and so the same
+# `python-wasm:sha256:` identity, on any x86_64 Linux machine. See README.md.
+# PLIMSOLL_PYTHON_BUILD_UNFIXED=1 builds without them (the identity then
+# differs from build to build). PLIMSOLL_PYTHON_BUILD_SCRATCH names the
+# directory the build's scratch files go under (default: guests/python/build).
 set -euo pipefail
 
 COMPONENTIZE_PY_VERSION=0.25.1
@@ -13,7 +24,7 @@ repo="$(cd "$here/../.." && pwd)"
 build="$here/build"
 venv="$build/venv"
 out_dir="$repo/target/guests"
-out="$out_dir/python.wasm"
+out="${1:-$out_dir/python.wasm}"
 
 if [ ! -x "$venv/bin/python" ]; then
     echo "creating virtualenv at $venv" >&2
@@ -27,21 +38,54 @@ if [ "$installed" != "$COMPONENTIZE_PY_VERSION" ]; then
         "componentize-py==$COMPONENTIZE_PY_VERSION"
 fi
 
-mkdir -p "$out_dir"
+mkdir -p "$(dirname "$out")"
+
+# The fixed build environment's two helpers, compiled when their sources
+# change (atomically: two builds may run at once).
+fixed=""
+if [ "${PLIMSOLL_PYTHON_BUILD_UNFIXED:-0}" = 1 ]; then
+    echo "warning: PLIMSOLL_PYTHON_BUILD_UNFIXED=1: building with the real clocks, entropy and file times; this build is not reproducible" >&2
+elif [ "$(uname -s)/$(uname -m)" != Linux/x86_64 ]; then
+    echo "warning: the fixed build environment is x86_64 Linux only; this build is not reproducible" >&2
+else
+    fixed="$build/deterministic"
+    mkdir -p "$fixed"
+    cc="${CC:-cc}"
+    command -v "$cc" >/dev/null || { echo "error: no C compiler ($cc) for guests/python/deterministic; install build-essential, or set PLIMSOLL_PYTHON_BUILD_UNFIXED=1" >&2; exit 1; }
+    if [ ! -f "$fixed/fixed-clocks.so" ] || [ "$here/deterministic/fixed-clocks.c" -nt "$fixed/fixed-clocks.so" ]; then
+        "$cc" -shared -fPIC -O2 -Wall -o "$fixed/fixed-clocks.so.$$" "$here/deterministic/fixed-clocks.c" -ldl
+        mv -f "$fixed/fixed-clocks.so.$$" "$fixed/fixed-clocks.so"
+    fi
+    if [ ! -x "$fixed/fixed-stat" ] || [ "$here/deterministic/fixed-stat.c" -nt "$fixed/fixed-stat" ]; then
+        "$cc" -O2 -Wall -o "$fixed/fixed-stat.$$" "$here/deterministic/fixed-stat.c"
+        mv -f "$fixed/fixed-stat.$$" "$fixed/fixed-stat"
+    fi
+fi
+
 # componentize-py imports app.py inside its build-time interpreter with the
 # source directories mounted read-write, so CPython writes __pycache__ next to
-# the sources. Build from a fresh copy under build/src so that every
-# byproduct stays under build/ and nothing else on the module path (the venv,
-# old bindings) can be picked up.
-src="$build/src"
-rm -rf "$src"
-mkdir -p "$src"
-cp "$here/app.py" "$here/plimsoll.py" "$src/"
+# the sources. Build from a fresh copy under build/ so that every byproduct
+# stays there and nothing else on the module path (the venv, old bindings)
+# can be picked up. componentize-py's own temporary directories (the
+# standard library, the bindings) go there too: everything the build-time
+# CPython sees is under this one root, which fixed-stat covers.
+scratch="${PLIMSOLL_PYTHON_BUILD_SCRATCH:-$build}"
+mkdir -p "$scratch"
+root="$(mktemp -d "$scratch/root.XXXXXX")"
+trap 'rm -rf "$root"' EXIT
+mkdir -p "$root/src" "$root/tmp"
+cp "$here/app.py" "$here/plimsoll.py" "$root/src/"
 
 cd "$build"
 start=$(date +%s)
-"$venv/bin/componentize-py" -d "$repo/wit" -w interpreter \
-    componentize app -p "$src" -o "$out"
+componentize=("$venv/bin/componentize-py" -d "$repo/wit" -w interpreter
+    componentize app -p "$root/src" -o "$out")
+if [ -n "$fixed" ]; then
+    TMPDIR="$root/tmp" LD_PRELOAD="$fixed/fixed-clocks.so" \
+        "$fixed/fixed-stat" "$root" "${componentize[@]}"
+else
+    TMPDIR="$root/tmp" "${componentize[@]}"
+fi
 end=$(date +%s)
 
-echo "built $out ($(wc -c <"$out") bytes, componentize took $((end - start)) s)"
+echo "built $out ($(wc -c <"$out") bytes, python-wasm:sha256:$(sha256sum "$out" | cut -c1-64), componentize took $((end - start)) s)"
