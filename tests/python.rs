@@ -316,6 +316,56 @@ fn cell(code: &str) -> RunRequest {
     }
 }
 
+/// A session's workspace is measured after every evaluation, but walked
+/// only when the kernel reported a change (host/src/tree_changes.rs). A file
+/// opened in one evaluation and filled in a later one changes no directory:
+/// the write itself must still be seen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_filling_its_workspace_through_a_file_opened_earlier_is_stopped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_in(dir.path(), |_| {});
+    let a = s.open_session("alice", &py("")).await.expect("open");
+    let capped = |code: &str| RunRequest {
+        code: Some(code.into()),
+        limits: Limits {
+            workspace_bytes: Some(1 << 20),
+            ..Limits::default()
+        },
+        ..RunRequest::default()
+    };
+    let r = s
+        .run_in_session(
+            "alice",
+            &a.session_id,
+            &capped("f = open('/work/grow.bin', 'wb')"),
+        )
+        .await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    // Evaluations that change nothing (measured from the last walk).
+    for _ in 0..3 {
+        let r = s
+            .run_in_session("alice", &a.session_id, &capped("1+1"))
+            .await;
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+    }
+    let r = s
+        .run_in_session(
+            "alice",
+            &a.session_id,
+            &capped("f.write(b'x' * 1000); f.flush()"),
+        )
+        .await;
+    assert_eq!(r.status, Status::Ok, "under the cap: {r:?}");
+    let r = s
+        .run_in_session(
+            "alice",
+            &a.session_id,
+            &capped("f.write(b'x' * (2 << 20)); f.flush()"),
+        )
+        .await;
+    assert_eq!(r.status, Status::DiskExhausted, "{r:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_keep_state_for_their_owner_only() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -45,6 +45,7 @@ pub mod session;
 pub mod state;
 pub mod tier;
 pub mod trace;
+mod tree_changes;
 pub mod upstream;
 pub mod warm;
 pub mod worker;

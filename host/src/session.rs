@@ -172,6 +172,8 @@ impl SessionTable {
         }
         let _busy = rt.warm().busy();
         let mut prepared = executor::prepare(rt, &RunRequest::default(), env, GrantSet::empty())?;
+        // Measured after every evaluation: walk it only when it changed.
+        prepared.workspace.track_changes();
         let wall = Duration::from_millis(env.wall_time_ms);
         let warm = executor::claim_warm(rt, guest, env, &mut prepared);
         let live = if let Some(live) = warm {

@@ -11,10 +11,12 @@
 use crate::blob::Blob;
 use crate::envelope::Envelope;
 use crate::run::{Artifact, InputFile, RefusedArtifact};
+use crate::tree_changes::TreeChanges;
 use cap_std::fs::Dir;
 use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 /// Where artifacts are collected from, relative to the workspace.
 pub const OUT_DIR: &str = "out";
@@ -65,6 +67,9 @@ pub struct WorkspaceUsage {
 pub struct Workspace {
     // Declared first so that the handle closes before the directory goes.
     root: Dir,
+    /// Set by [`Workspace::track_changes`]: lets [`Workspace::usage`] skip
+    /// the walk while nothing changed.
+    changes: Mutex<Option<TreeChanges>>,
     dir: tempfile::TempDir,
 }
 
@@ -79,7 +84,30 @@ impl Workspace {
             .tempdir_in(base)?;
         let root = Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority())?;
         root.create_dir(OUT_DIR)?;
-        Ok(Workspace { root, dir })
+        Ok(Workspace {
+            root,
+            changes: Mutex::new(None),
+            dir,
+        })
+    }
+
+    /// From now on, [`Workspace::usage`] walks the workspace only when the
+    /// kernel reported a change under it since the last walk (inotify; see
+    /// `tree_changes`), and otherwise returns that walk's result. For
+    /// sessions, which measure after every evaluation. Best effort: where
+    /// the kernel gives no such feed, every measurement still walks.
+    pub fn track_changes(&self) {
+        let mut changes = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        if changes.is_none() {
+            *changes = TreeChanges::new();
+        }
+    }
+
+    /// Walks so far of a workspace that tracks changes (for tests).
+    #[cfg(test)]
+    fn walks(&self) -> Option<u64> {
+        let changes = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        changes.as_ref().map(TreeChanges::walks)
     }
 
     /// The host path of the workspace (what is preopened as `/work`).
@@ -122,9 +150,24 @@ impl Workspace {
     }
 
     /// Measures the workspace, stopping early once `max_entries` is passed.
+    /// A workspace that [tracks changes](Workspace::track_changes) returns
+    /// its last measurement instead while nothing changed.
     pub fn usage(&self, max_entries: u64) -> WorkspaceUsage {
+        let mut changes = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut feed = changes.as_mut();
+        if let Some(c) = feed.as_deref_mut() {
+            // Drained before the walk: see `tree_changes` for why that
+            // order makes the skip sound.
+            if let Some(u) = c.unchanged_usage(max_entries) {
+                return u;
+            }
+            c.begin_walk();
+        }
         let mut u = WorkspaceUsage::default();
-        measure(&self.root, 0, max_entries, &mut u);
+        let complete = measure(&self.root, 0, max_entries, &mut u, &mut feed);
+        if let Some(c) = feed {
+            c.end_walk(max_entries, u, complete);
+        }
         u
     }
 
@@ -204,33 +247,61 @@ fn check_relative_path(p: &str) -> Result<PathBuf, WorkspaceError> {
     Ok(out)
 }
 
-fn measure(dir: &Dir, depth: usize, max_entries: u64, u: &mut WorkspaceUsage) {
-    let Ok(entries) = dir.entries() else { return };
-    for entry in entries.flatten() {
+/// Adds what is under `dir` to `u`, watching every directory it enters
+/// when the workspace tracks changes. False if it stopped early (past the
+/// entry cap, too deep, or a directory it could not read or enter).
+fn measure(
+    dir: &Dir,
+    depth: usize,
+    max_entries: u64,
+    u: &mut WorkspaceUsage,
+    changes: &mut Option<&mut TreeChanges>,
+) -> bool {
+    if let Some(c) = changes.as_deref_mut() {
+        // Before reading it: an entry added after this is an event.
+        c.watch(dir);
+    }
+    let Ok(entries) = dir.entries() else {
+        return false;
+    };
+    let mut complete = true;
+    for entry in entries {
+        let Ok(entry) = entry else {
+            complete = false;
+            continue;
+        };
         u.entries += 1;
         if u.entries > max_entries {
-            return;
+            return false;
         }
-        let Ok(ft) = entry.file_type() else { continue };
+        let Ok(ft) = entry.file_type() else {
+            complete = false;
+            continue;
+        };
         if ft.is_dir() {
             if depth < 64 {
                 if let Ok(sub) = entry.open_dir() {
                     let before = u.entries;
-                    measure(&sub, depth + 1, max_entries, u);
+                    complete &= measure(&sub, depth + 1, max_entries, u, changes);
                     if depth == 0 && entry.file_name() == OUT_DIR && u.entries == before {
                         u.out_empty = true;
                     }
+                } else {
+                    complete = false;
                 }
             } else {
                 // Deeper than any legitimate tree: count it as over the cap
                 // rather than recurse without bound.
                 u.entries = max_entries.saturating_add(1);
-                return;
+                return false;
             }
         } else if let Ok(md) = entry.metadata() {
             u.bytes = u.bytes.saturating_add(md.len());
+        } else {
+            complete = false;
         }
     }
+    complete
 }
 
 fn collect(dir: &Dir, prefix: &str, depth: usize, budget: &mut (u64, u64), c: &mut Collected) {
@@ -419,5 +490,131 @@ mod tests {
         let c = ws.collect_artifacts(&env);
         assert_eq!(c.artifacts.len(), 1);
         assert!(c.truncated);
+    }
+
+    /// An untracked walk of `ws`: the truth to compare with.
+    fn walked(ws: &Workspace, max_entries: u64) -> WorkspaceUsage {
+        let mut u = WorkspaceUsage::default();
+        measure(&ws.root, 0, max_entries, &mut u, &mut None);
+        u
+    }
+
+    /// A tracked workspace, or `None` (said loudly) where this kernel gives
+    /// no inotify feed.
+    fn tracked(base: &Path) -> Option<Workspace> {
+        let ws = Workspace::create(base).expect("workspace");
+        ws.track_changes();
+        if ws.walks().is_none() {
+            eprintln!("SKIPPED: no inotify here; tracked workspaces walk every time");
+            return None;
+        }
+        Some(ws)
+    }
+
+    #[test]
+    fn a_tracked_workspace_is_walked_again_only_after_a_change() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let Some(ws) = tracked(base.path()) else {
+            return;
+        };
+        let first = ws.usage(100);
+        for _ in 0..5 {
+            assert_eq!(ws.usage(100), first);
+        }
+        assert_eq!(ws.walks(), Some(1), "nothing changed: one walk");
+        // Another entry cap is another measurement.
+        ws.usage(50);
+        assert_eq!(ws.walks(), Some(2));
+        ws.usage(100);
+        assert_eq!(ws.walks(), Some(3));
+        std::fs::write(ws.host_path().join("a"), b"xyz").expect("write");
+        assert_eq!(ws.usage(100).bytes, 3);
+        assert_eq!(ws.walks(), Some(4));
+        assert_eq!(ws.usage(100).bytes, 3);
+        assert_eq!(ws.walks(), Some(4));
+        // A walk that stops early (past the cap) is not kept.
+        ws.usage(1);
+        ws.usage(1);
+        assert_eq!(ws.walks(), Some(6));
+    }
+
+    /// A long random run of every kind of change a guest can make, some
+    /// through handles opened before earlier measurements and in
+    /// directories created since: after each, the tracked measurement is
+    /// the fresh walk's.
+    #[test]
+    fn a_tracked_workspace_sees_every_kind_of_change() {
+        use std::io::{Seek, Write};
+        let base = tempfile::tempdir().expect("tempdir");
+        let Some(ws) = tracked(base.path()) else {
+            return;
+        };
+        let root = ws.host_path().to_path_buf();
+        let mut dirs = vec![root.clone(), root.join(OUT_DIR)];
+        let mut files: Vec<(PathBuf, std::fs::File)> = Vec::new();
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for step in 0..600 {
+            let what = match next(9) {
+                0 | 1 => {
+                    let d = dirs[next(dirs.len())].clone();
+                    let p = d.join(format!("f{step}"));
+                    let mut f = std::fs::File::create(&p).expect("create");
+                    f.write_all(&vec![b'x'; next(300)]).expect("write");
+                    files.push((p, f));
+                    "create a file"
+                }
+                2 if !files.is_empty() => {
+                    // Through a handle opened steps ago.
+                    let i = next(files.len());
+                    let f = &mut files[i].1;
+                    f.seek(std::io::SeekFrom::End(0)).expect("seek");
+                    f.write_all(&vec![b'y'; 1 + next(5000)]).expect("append");
+                    "append through an old handle"
+                }
+                3 if !files.is_empty() => {
+                    let i = next(files.len());
+                    files[i].1.set_len(next(100) as u64).expect("truncate");
+                    "truncate through an old handle"
+                }
+                4 => {
+                    let d = dirs[next(dirs.len())].clone();
+                    if d.components().count() < root.components().count() + 4 {
+                        let p = d.join(format!("d{step}"));
+                        std::fs::create_dir(&p).expect("mkdir");
+                        dirs.push(p);
+                    }
+                    "make a directory"
+                }
+                5 if !files.is_empty() => {
+                    let i = next(files.len());
+                    let to = dirs[next(dirs.len())].join(format!("m{step}"));
+                    std::fs::rename(&files[i].0, &to).expect("rename");
+                    files[i].0 = to;
+                    "move a file"
+                }
+                6 if !files.is_empty() => {
+                    let (p, _) = files.swap_remove(next(files.len()));
+                    std::fs::remove_file(p).expect("remove");
+                    "remove a file"
+                }
+                7 if dirs.len() > 2 => {
+                    let i = 2 + next(dirs.len() - 2);
+                    if std::fs::remove_dir(&dirs[i]).is_ok() {
+                        dirs.swap_remove(i);
+                    }
+                    "remove an empty directory"
+                }
+                _ => "nothing",
+            };
+            assert_eq!(ws.usage(10_000), walked(&ws, 10_000), "step {step}: {what}");
+        }
+        let walks = ws.walks().unwrap_or(0);
+        assert!(walks < 600, "some steps changed nothing: {walks} walks");
     }
 }
