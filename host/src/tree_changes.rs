@@ -19,7 +19,8 @@
 //! Anything it cannot vouch for means "walk": no inotify (no `/proc` to name
 //! a directory by its descriptor, the per-user instance or watch limit
 //! reached), a failed read, an overflowed queue (itself an event), a
-//! directory it could not watch, or a walk that stopped early.
+//! directory it could not watch, more directories than it watches, or a
+//! walk that stopped early.
 
 use crate::workspace::WorkspaceUsage;
 use rustix::fs::inotify;
@@ -37,6 +38,16 @@ const WATCHED: inotify::WatchFlags = inotify::WatchFlags::MODIFY
     .union(inotify::WatchFlags::DELETE_SELF)
     .union(inotify::WatchFlags::MOVE_SELF);
 
+/// Most directories one tree watches. A tree with more (a guest can make
+/// thousands) is walked every time: watches are kernel memory charged to
+/// the host's user, and its per-user watch budget is shared with
+/// everything else that user runs.
+pub(crate) const MAX_WATCHED_DIRS: u32 = 256;
+
+/// Most reads of the queue per look: a queue still not empty after that
+/// many counts as changed (the rest is read next time).
+const MAX_READS_PER_LOOK: u32 = 64;
+
 /// One tree's change feed and its last complete measurement.
 #[derive(Debug)]
 pub(crate) struct TreeChanges {
@@ -44,8 +55,11 @@ pub(crate) struct TreeChanges {
     /// The last walk's result and the entry cap it was taken under, kept
     /// only when that walk was complete and watched every directory.
     last: Option<(u64, WorkspaceUsage)>,
-    /// The walk in progress could not watch a directory.
+    /// The walk in progress could not watch a directory, or entered more
+    /// than [`MAX_WATCHED_DIRS`].
     watch_failed: bool,
+    /// Directories the walk in progress entered.
+    dirs_this_walk: u32,
     /// Walks so far (for tests).
     walks: u64,
 }
@@ -60,6 +74,7 @@ impl TreeChanges {
             inotify,
             last: None,
             watch_failed: false,
+            dirs_this_walk: 0,
             walks: 0,
         })
     }
@@ -79,6 +94,7 @@ impl TreeChanges {
     /// [`TreeChanges::watch`].
     pub(crate) fn begin_walk(&mut self) {
         self.watch_failed = false;
+        self.dirs_this_walk = 0;
         self.walks += 1;
     }
 
@@ -86,6 +102,13 @@ impl TreeChanges {
     /// `/proc/self/fd`, since inotify takes paths and the walk has only
     /// descriptors). Watching an already watched directory is a no-op.
     pub(crate) fn watch(&mut self, dir: &impl AsFd) {
+        self.dirs_this_walk = self.dirs_this_walk.saturating_add(1);
+        if self.dirs_this_walk > MAX_WATCHED_DIRS {
+            self.watch_failed = true;
+        }
+        if self.watch_failed {
+            return;
+        }
         let path = format!("/proc/self/fd/{}", dir.as_fd().as_raw_fd());
         if inotify::add_watch(&self.inotify, path, WATCHED).is_err() {
             self.watch_failed = true;
@@ -110,17 +133,18 @@ impl TreeChanges {
         // The events themselves do not matter, only whether there were any.
         let mut buf = [0u8; 4096];
         let mut any = false;
-        loop {
+        for _ in 0..MAX_READS_PER_LOOK {
             match rustix::io::read(&self.inotify, &mut buf) {
                 Ok(0) => return any,
                 Ok(_) => any = true,
                 Err(rustix::io::Errno::AGAIN) => return any,
-                Err(rustix::io::Errno::INTR) => continue,
+                Err(rustix::io::Errno::INTR) => {}
                 Err(_) => {
                     self.last = None;
                     return true;
                 }
             }
         }
+        true
     }
 }

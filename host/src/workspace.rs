@@ -538,6 +538,27 @@ mod tests {
         assert_eq!(ws.walks(), Some(6));
     }
 
+    #[test]
+    fn a_workspace_with_too_many_directories_to_watch_is_walked_every_time() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let Some(ws) = tracked(base.path()) else {
+            return;
+        };
+        // With `out/` and the root itself, one directory over the limit.
+        for i in 0..crate::tree_changes::MAX_WATCHED_DIRS - 1 {
+            std::fs::create_dir(ws.host_path().join(format!("d{i}"))).expect("mkdir");
+        }
+        ws.usage(100_000);
+        let walks = ws.walks().unwrap_or(0);
+        ws.usage(100_000);
+        assert_eq!(ws.walks(), Some(walks + 1), "not kept: walked again");
+        // Back under the limit, it is kept again.
+        std::fs::remove_dir(ws.host_path().join("d0")).expect("rmdir");
+        ws.usage(100_000);
+        ws.usage(100_000);
+        assert_eq!(ws.walks(), Some(walks + 2));
+    }
+
     /// A long random run of every kind of change a guest can make, some
     /// through handles opened before earlier measurements and in
     /// directories created since: after each, the tracked measurement is
