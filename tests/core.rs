@@ -628,3 +628,92 @@ async fn a_changed_component_file_is_never_served_from_the_index() {
     let hash = plimsoll::component_cache::content_hash(&guest_bytes("echo"));
     assert_eq!(changed.identity(), format!("component:sha256:{hash}"));
 }
+
+/// Images for a boundary whose CPU is not the host's (a microVM under
+/// TCG): an image compiled for a wider CPU level than the loading engine's
+/// is refused with the setting named, and one compiled for the engine's
+/// own level loads and runs. `x86-64-v2` against the bare `x86-64`
+/// baseline, so that the mismatch exists on every x86-64 machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_for_a_wider_cpu_level_is_refused_with_the_setting_named() {
+    use plimsoll::component_cache::LoadError;
+    use plimsoll::{CpuTarget, EngineOptions, Runtime, RuntimeConfig};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let images = dir.path().join("images");
+    std::fs::create_dir_all(&images).expect("image dir");
+    let runtime = |cpu: CpuTarget| {
+        Runtime::new(RuntimeConfig {
+            engine: EngineOptions {
+                cpu,
+                max_live_instances: 4,
+                ..EngineOptions::default()
+            },
+            cache_dir: None,
+            workspace_dir: dir.path().join(cpu.as_str()),
+        })
+        .expect("runtime")
+    };
+    let bytes = guest_bytes("hello");
+    let wide = runtime(CpuTarget::X86_64V2);
+    let narrow = runtime(CpuTarget::X86_64);
+    let wide_guest = wide.load(&bytes).expect("compile for v2");
+    let wide_image = wide.write_image(&wide_guest, &images).expect("v2 image");
+    let narrow_guest = narrow.load(&bytes).expect("compile for the baseline");
+    let narrow_image = narrow
+        .write_image(&narrow_guest, &images)
+        .expect("baseline image");
+    assert_ne!(
+        wide_image, narrow_image,
+        "the image name's digest must cover the CPU level"
+    );
+
+    let err = narrow
+        .load_trusted_image(
+            &images.join(&wide_image),
+            wide_guest.content_hash(),
+            "component",
+        )
+        .expect_err("a v2 image must not load into a baseline engine");
+    let msg = err.to_string();
+    assert!(
+        matches!(err, LoadError::IncompatibleImage(_)),
+        "typed: {err:?}"
+    );
+    let v2_settings: Vec<&str> = CpuTarget::X86_64V2
+        .features()
+        .expect("fixed level")
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    assert!(
+        msg.starts_with("compilation setting") && v2_settings.iter().any(|s| msg.contains(s)),
+        "the cause comes first and names the setting: {msg}"
+    );
+    assert!(msg.contains("CPU level x86-64"), "{msg}");
+
+    let loaded = narrow
+        .load_trusted_image(
+            &images.join(&narrow_image),
+            narrow_guest.content_hash(),
+            "component",
+        )
+        .expect("the baseline image loads");
+    let sandbox = Sandbox::new(plimsoll::SandboxConfig {
+        provider: ProviderKind::Wasm,
+        runtime: RuntimeConfig {
+            engine: EngineOptions {
+                cpu: CpuTarget::X86_64,
+                max_live_instances: 4,
+                ..EngineOptions::default()
+            },
+            cache_dir: None,
+            workspace_dir: dir.path().join("run"),
+        },
+        ..plimsoll::SandboxConfig::default()
+    })
+    .expect("sandbox at the baseline level");
+    sandbox.register("hello", &bytes).expect("register");
+    assert_eq!(loaded.content_hash(), narrow_guest.content_hash());
+    let r = sandbox.run(&req("hello")).await;
+    assert_eq!(r.status, Status::Ok, "{:?}", r.error);
+}

@@ -556,7 +556,7 @@ async fn broker_calls_cross_to_the_supervisor_and_the_worker_never_holds_a_crede
     });
     let req = RunRequest {
         stdin: plimsoll::Blob::from(
-            "GET\torders\t/v1/orders/7\nGET\torders\t/v1/admin\nDUMP\n".to_string(),
+            "GET\torders\t/v1/orders/7\nGET\torders\t/v1/admin\nGET\torders\t/v1/echo/raw\nGET\torders\t/v1/echo/base64\nDUMP\n".to_string(),
         ),
         grants: vec!["orders".into()],
         ..RunRequest::component("broker_caller")
@@ -564,13 +564,19 @@ async fn broker_calls_cross_to_the_supervisor_and_the_worker_never_holds_a_crede
     let r = s.run(&req).await;
     assert_eq!(r.status, Status::Ok, "{:?} {}", r.error, r.stderr);
     assert_eq!(r.isolation.tier, Tier::Container);
-    // The supervisor's trace: one delivered, one denied.
+    // The supervisor's trace: one delivered, one denied, and two answers
+    // that echoed the credential withheld before they crossed to the worker.
     let outcomes: Vec<_> = r.calls.rows.iter().map(|c| c.outcome.as_str()).collect();
-    assert_eq!(outcomes, ["delivered", "denied"], "{:?}", r.calls);
+    assert_eq!(
+        outcomes,
+        ["delivered", "denied", "credential_reflected", "credential_reflected"],
+        "{:?}",
+        r.calls
+    );
     assert_eq!(r.calls.rows[0].route.as_deref(), Some("/v1/orders/*"));
-    // The upstream got the call with the credential, and only the allowed one.
+    // The upstream got the calls with the credential, and only the allowed ones.
     let seen = up.seen();
-    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen.len(), 3, "{seen:?}");
     assert!(
         seen[0]
             .headers
@@ -771,6 +777,7 @@ async fn microvm_proves_the_vm_tier_and_runs_guests_inside_it() {
             "clock",
             "accelerator",
             "limits",
+            "cpu",
         ],
     );
     let check = |name: &str| {
@@ -793,6 +800,8 @@ async fn microvm_proves_the_vm_tier_and_runs_guests_inside_it() {
             "{}",
             check("accelerator")
         );
+        // Images for QEMU's vCPU, not the host's (which may have AVX-512).
+        assert!(check("cpu").contains("x86-64-v2"), "{}", check("cpu"));
     }
 
     // A component that was not in the VMs' initramfs yet: the pool boots

@@ -28,6 +28,11 @@ pub enum LoadError {
     Precompiled,
     #[error("not a valid WebAssembly component: {0}")]
     Invalid(String),
+    /// A precompiled image this host wrote cannot be loaded by this engine:
+    /// it was built for another CPU level or engine configuration. The
+    /// message puts wasmtime's reason first (which setting differs).
+    #[error("{0}")]
+    IncompatibleImage(String),
     #[error("the component does not fit plimsoll's worlds: {0}")]
     WrongWorld(String),
     #[error("component cache directory {path}: {why}")]

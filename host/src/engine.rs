@@ -5,6 +5,7 @@
 //! copy-on-write memory images, epoch interruption for wall time, and
 //! (optionally) fuel for deterministic CPU accounting.
 
+use crate::cpu::CpuTarget;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -51,6 +52,10 @@ pub struct EngineOptions {
     /// instantiation touched. 0 turns it off. `PLIMSOLL_WARM_INSTANCES`
     /// sets it (read by `SandboxConfig::from_env`).
     pub warm_instances: u32,
+    /// The instruction set compiled code may use ([`crate::cpu`]):
+    /// `Native` on the machine that runs it; a fixed x86-64 level when the
+    /// code runs on another CPU (a microVM's), so that it loads there.
+    pub cpu: CpuTarget,
 }
 
 impl Default for EngineOptions {
@@ -67,6 +72,7 @@ impl Default for EngineOptions {
             epoch_tick: Duration::from_millis(10),
             keep_resident_bytes: DEFAULT_KEEP_RESIDENT,
             warm_instances: DEFAULT_WARM_INSTANCES,
+            cpu: CpuTarget::Native,
         }
     }
 }
@@ -98,6 +104,15 @@ pub enum EngineError {
     InvalidOption(String),
     #[error("wasmtime refused the engine configuration: {0}")]
     Wasmtime(String),
+    /// The engine was asked for a CPU level this machine cannot run.
+    #[error(
+        "CPU level {target} needs {missing}, which this CPU does not have",
+        missing = .missing.join(", ")
+    )]
+    Cpu {
+        target: CpuTarget,
+        missing: Vec<&'static str>,
+    },
 }
 
 /// The engine plus the ticker thread that advances its epoch.
@@ -148,6 +163,41 @@ impl SandboxEngine {
             .memory_init_cow(true)
             .wasm_component_model(true)
             .parallel_compilation(true);
+        if let Some(features) = options.cpu.features() {
+            if !cfg!(target_arch = "x86_64") {
+                return Err(EngineError::InvalidOption(format!(
+                    "cpu level {} is for x86-64 hosts only",
+                    options.cpu
+                )));
+            }
+            let missing = options.cpu.missing_here();
+            if !missing.is_empty() {
+                return Err(EngineError::Cpu {
+                    target: options.cpu,
+                    missing,
+                });
+            }
+            // Naming the host triple turns Cranelift's detection of this
+            // CPU off: the engine starts from the x86-64 baseline and gets
+            // exactly the level's features.
+            config
+                .target(&target_lexicon::HOST.to_string())
+                .map_err(|e| EngineError::Wasmtime(format!("{e:#}")))?;
+            for (setting, _) in features {
+                // SAFETY: each setting is a CPU feature this CPU has
+                // (`missing_here` is empty), so code using it runs here;
+                // the detector below keeps wasmtime from loading code
+                // that uses anything outside the level.
+                unsafe {
+                    config.cranelift_flag_enable(setting);
+                }
+            }
+            // SAFETY: the detector answers yes only where the CPU itself
+            // does (`cpu::detect`), narrowed to the level.
+            unsafe {
+                config.detect_host_feature(options.cpu.detector());
+            }
+        }
         if options.pooling {
             let n = options.max_live_instances;
             let mut pool = PoolingAllocationConfig::new();
@@ -226,6 +276,8 @@ impl SandboxEngine {
             .precompile_compatibility_hash()
             .hash(&mut h);
         h.0.update(env!("CARGO_PKG_VERSION").as_bytes());
+        // The level narrows what the engine accepts beyond its flags.
+        h.0.update(self.inner.options.cpu.as_str().as_bytes());
         hex::encode(&h.0.finalize()[..16])
     }
 }

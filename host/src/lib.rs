@@ -27,6 +27,7 @@ pub mod blob;
 pub mod broker;
 pub mod component_cache;
 pub mod config;
+pub mod cpu;
 pub mod engine;
 pub mod envelope;
 mod executor;
@@ -53,6 +54,7 @@ pub mod workspace;
 pub mod wrapper;
 
 pub use blob::Blob;
+pub use cpu::CpuTarget;
 pub use engine::EngineOptions;
 pub use envelope::{Envelope, Limits};
 pub use guest::{Guest, GuestKind};

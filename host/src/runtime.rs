@@ -162,7 +162,20 @@ impl Runtime {
         let c = unsafe {
             wasmtime::component::Component::deserialize_file(self.engine().engine(), path)
         }
-        .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
+        .map_err(|e| {
+            // wasmtime's chain reads outermost first ("failed to load code
+            // for: <path>: ... : <the setting>"); the reason is the root.
+            let mut chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            let cause = chain.pop().unwrap_or_default();
+            LoadError::IncompatibleImage(format!(
+                "{cause} (this engine compiles for CPU level {}; image {}: {})",
+                self.engine().options().cpu,
+                path.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                chain.join(": ")
+            ))
+        })?;
         Guest::link(&self.inner.linker, &c, hash.to_owned(), family)
     }
 

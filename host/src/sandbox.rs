@@ -97,8 +97,15 @@ pub struct Sandbox {
 impl Sandbox {
     /// Builds the sandbox. Fails if the configuration is unsafe or
     /// inconsistent; never falls back to another provider.
-    pub fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
+    pub fn new(mut config: SandboxConfig) -> Result<Self, SandboxError> {
         config.envelope.validate()?;
+        if config.provider == ProviderKind::WasmMicrovm
+            && config.runtime.engine.cpu == crate::cpu::CpuTarget::Native
+        {
+            // The supervisor compiles the images a VM's worker loads: for
+            // the VM's CPU, not for this one (wrapper/microvm.rs).
+            config.runtime.engine.cpu = crate::wrapper::microvm::image_cpu();
+        }
         if config.envelope.memory_bytes > config.runtime.engine.max_memory_bytes {
             return Err(SandboxError::PoolTooSmall {
                 envelope: config.envelope.memory_bytes,
@@ -327,7 +334,7 @@ impl Sandbox {
             return Err(ErrorInfo {
                 code: "identity_mismatch".into(),
                 message: format!(
-                    "the request requires guest {want:?}, but this guest is {}",
+                    "`require_identity` names another guest; this guest is {}",
                     guest.identity()
                 ),
             });
@@ -501,7 +508,7 @@ impl Sandbox {
             return refuse(
                 "identity_mismatch",
                 format!(
-                    "the request requires guest {want:?}, but this guest is {}",
+                    "`require_identity` names another guest; this guest is {}",
                     guest.identity()
                 ),
             );

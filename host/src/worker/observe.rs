@@ -60,6 +60,11 @@ pub struct Observation {
     /// The wall clock as the worker reads it (seconds since the epoch): a
     /// VM keeps its own, which guests read through WASI.
     pub wall_clock_unix: u64,
+    /// The x86-64 features wasmtime can use that this CPU has
+    /// ([`crate::cpu::detected_features`]): the guest images must need
+    /// none outside them.
+    #[serde(default)]
+    pub cpu_features: Vec<String>,
 }
 
 fn status_field(status: &str, name: &str) -> Option<String> {
@@ -187,6 +192,35 @@ pub fn observe() -> Observation {
         .map(|s| s.trim().chars().take(200).collect())
         .unwrap_or_default(),
         wall_clock_unix: unix_now(),
+        cpu_features: crate::cpu::detected_features(),
+    }
+}
+
+/// The check that the boundary's CPU has every feature the guest images
+/// were compiled for (`cpu`, the engine's level).
+pub fn judge_cpu(o: &Observation, cpu: crate::cpu::CpuTarget) -> EvidenceCheck {
+    let needed = cpu.features().unwrap_or_default();
+    let missing: Vec<&str> = needed
+        .iter()
+        .map(|(_, f)| *f)
+        .filter(|f| !o.cpu_features.iter().any(|have| have == f))
+        .collect();
+    let have = if o.cpu_features.is_empty() {
+        "none of the extensions wasmtime uses".to_string()
+    } else {
+        o.cpu_features.join(" ")
+    };
+    EvidenceCheck {
+        name: "cpu".into(),
+        passed: missing.is_empty(),
+        observed: if missing.is_empty() {
+            format!("images compiled for CPU level {cpu}; the boundary's CPU has {have}")
+        } else {
+            format!(
+                "images compiled for CPU level {cpu} need {}, which the boundary's CPU lacks (it has {have})",
+                missing.join(" ")
+            )
+        },
     }
 }
 

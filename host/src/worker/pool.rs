@@ -231,8 +231,11 @@ impl Worker {
     }
 }
 
+/// A worker's own words, bounded. Long enough for a wasmtime error chain
+/// with two image paths in it, cause included (a start-up refusal must say
+/// why in full).
 fn clip(s: &str) -> String {
-    s.chars().take(300).collect()
+    s.chars().take(2048).collect()
 }
 
 fn now_unix() -> u64 {
@@ -296,6 +299,7 @@ impl Pool {
             fuel: opts.fuel,
             max_memory_bytes: opts.max_memory_bytes,
             max_wasm_stack: opts.max_wasm_stack as u64,
+            cpu: opts.cpu,
         };
         let mut images = HashMap::new();
         for g in guests {
@@ -326,6 +330,7 @@ impl Pool {
             observed: wrapper.version(),
         }];
         checks.extend(judge(&observation, &wrapper.expectations(uid)));
+        checks.push(crate::worker::observe::judge_cpu(&observation, opts.cpu));
         let verified = checks.iter().all(|c| c.passed);
         let failed: Vec<&str> = checks
             .iter()

@@ -56,6 +56,10 @@ pub struct WorkerEngine {
     pub fuel: bool,
     pub max_memory_bytes: u64,
     pub max_wasm_stack: u64,
+    /// The CPU level the images were compiled for; the worker's engine
+    /// accepts nothing wider ([`crate::cpu`]).
+    #[serde(default)]
+    pub cpu: crate::cpu::CpuTarget,
 }
 
 /// A broker request crossing the boundary.

@@ -116,6 +116,7 @@ pub fn main() -> std::process::ExitCode {
             // instantiation would only compete with that run for the
             // worker's CPU (a microVM has one).
             warm_instances: 0,
+            cpu: engine.cpu,
             ..EngineOptions::default()
         },
         cache_dir: None,
@@ -130,7 +131,7 @@ pub fn main() -> std::process::ExitCode {
             Ok(g) => {
                 guests.insert(img.path.clone(), g);
             }
-            Err(e) => return fail(&out, &format!("guest image {}: {e}", img.path)),
+            Err(e) => return fail(&out, &format!("cannot load a guest image: {e}")),
         }
     }
     if !out.send(&FromWorker::Ready {

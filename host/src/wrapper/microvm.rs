@@ -28,6 +28,7 @@
 //! `PLIMSOLL_MICROVM_WORKER`, else the musl build next to the target
 //! directory of the normal worker.
 
+use crate::cpu::CpuTarget;
 use super::{Launch, Prepared, Wrapper, WrapperError};
 use crate::tier::Tier;
 use crate::worker::observe::{Expectations, VmExpectations, boot_id};
@@ -126,6 +127,25 @@ fn kvm_usable() -> Result<(), String> {
         .open("/dev/kvm")
         .map_err(|e| format!("cannot open /dev/kvm: {e}"))?;
     Ok(())
+}
+
+/// The CPU level guest images are compiled for in the VM tier.
+///
+/// The worker runs on the VM's vCPU, not on the host's CPU. Under TCG
+/// that is QEMU's emulated `max` model, which lacks AVX-512 and other
+/// recent extensions whatever the host has; images compiled with the
+/// host's features would not load inside. So the supervisor compiles for
+/// `x86-64-v2` under TCG (QEMU's TCG has every v2 feature) and for at most
+/// `x86-64-v3` under KVM (`-cpu host` passes those through), never for
+/// more than the host itself has. The smoke test's `cpu` check confirms
+/// from inside the VM that its CPU has every feature the images use.
+pub fn image_cpu() -> CpuTarget {
+    let cap = if kvm_usable().is_ok() {
+        CpuTarget::X86_64V3
+    } else {
+        CpuTarget::X86_64V2
+    };
+    CpuTarget::highest_here(cap)
 }
 
 fn kvm_group() -> Option<u32> {
