@@ -646,3 +646,85 @@ async fn standard_wasi_http_requests_pass_the_same_gate() {
     let json = serde_json::to_string(&r).expect("json");
     assert!(!json.contains(STATIC_TOKEN) && !json.contains("stolen") && !json.contains("admin"));
 }
+
+/// An upstream that echoes the request hands the injected credential back,
+/// raw or encoded, in the body or in a header: every such answer is
+/// withheld, traced as `credential_reflected`, and no form of the
+/// credential reaches the guest's memory, outputs or result — for the
+/// static token and the minted JWT, through the broker import and through
+/// `wasi:http`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reflected_credential_is_withheld_in_every_encoding() {
+    let f = fixture().await;
+    for (grant, caller) in [("orders", "local"), ("minted", "alice")] {
+        f.upstream.clear();
+        let lines: String = ECHO_MODES
+            .iter()
+            .map(|m| line("GET", grant, &format!("/v1/echo/{m}"), &[]))
+            .collect::<String>()
+            + &line("GET", grant, "/v1/orders/1", &[]);
+        let r = call_lines(&f, &[grant], &lines, Limits::default(), caller).await;
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        let outs: Vec<&str> = r.stdout.lines().collect();
+        for (i, mode) in ECHO_MODES.iter().enumerate() {
+            assert_eq!(outs[i], "err upstream", "{grant} {mode}: {outs:?}");
+            assert_eq!(
+                r.calls.rows[i].outcome,
+                CallOutcome::CredentialReflected,
+                "{grant} {mode}"
+            );
+            assert_eq!(r.calls.rows[i].status, None, "{grant} {mode}");
+        }
+        // An answer without the credential still gets through.
+        assert!(outs[ECHO_MODES.len()].starts_with("ok 200 "), "{outs:?}");
+        assert_eq!(
+            f.upstream.seen().len(),
+            ECHO_MODES.len() + 1,
+            "every call was made; only the answers were withheld"
+        );
+        // The broker asked for an answer it can check.
+        assert!(f.upstream.seen().iter().all(|s| {
+            s.headers
+                .iter()
+                .any(|(n, v)| n == "accept-encoding" && v == "identity")
+        }));
+        // Besides the raw scan of `call_lines`, no encoded form either.
+        let json = serde_json::to_string(&r).expect("json");
+        for s in f.upstream.seen() {
+            for (n, v) in &s.headers {
+                if n == "authorization" {
+                    let token = v.trim_start_matches("Bearer ");
+                    for form in plimsoll::grant::reflection::patterns(token.as_bytes()) {
+                        let form = String::from_utf8_lossy(&form).into_owned();
+                        assert!(!json.contains(&form), "{grant}: an encoded form leaked");
+                    }
+                }
+            }
+        }
+    }
+
+    // wasi:http goes through the same check.
+    let port = f.upstream.addr.map(|a| a.port()).unwrap_or(0);
+    let lines = ["raw", "base64", "header"]
+        .iter()
+        .map(|m| format!("http\t127.0.0.1:{port}\t/v1/echo/{m}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let r = f
+        .sandbox
+        .run(&RunRequest {
+            stdin: Blob::from(lines),
+            grants: vec!["orders".into()],
+            ..RunRequest::component("http_caller")
+        })
+        .await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(r.calls.count(CallOutcome::CredentialReflected), 3, "{r:?}");
+    assert!(
+        r.stdout.lines().all(|l| l.starts_with("err ")),
+        "{}",
+        r.stdout
+    );
+    let json = serde_json::to_string(&r).expect("json");
+    assert!(!json.contains(STATIC_TOKEN));
+}

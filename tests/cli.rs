@@ -188,6 +188,7 @@ fn bad_input_is_a_clear_error() {
 
     // An escaping workspace name.
     let out = run(plimsoll()
+        .env("PLIMSOLL_WORK_DIR", state.path().join("work"))
         .args(["run", "--provider", "wasm", "--state-dir"])
         .arg(state.path())
         .arg("--file")
@@ -412,4 +413,40 @@ fn preinit_snapshots_an_interpreter_and_refuses_what_it_cannot() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["result"], "[2,\"function\"]", "{v}");
+}
+
+/// `echo hi | plimsoll run guest.wasm`: piped standard input reaches the
+/// guest, as with `wasmtime run`; `--stdin -` names it explicitly; a
+/// terminal-less run with no input (stdin /dev/null) gets an empty stdin.
+#[test]
+fn piped_standard_input_reaches_the_guest() {
+    use std::io::Write as _;
+    let state = tempfile::tempdir().expect("tempdir");
+    for explicit in [false, true] {
+        let mut c = plimsoll();
+        c.args(["run", "--provider", "wasm", "--json", "--state-dir"])
+            .arg(state.path());
+        if explicit {
+            c.args(["--stdin", "-"]);
+        }
+        c.arg(guest("echo"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().expect("spawn");
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(b"hi from a pipe\n").expect("write");
+        drop(stdin);
+        let out = child.wait_with_output().expect("wait");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON result");
+        assert_eq!(v["stdout"], "hi from a pipe\n", "explicit: {explicit}");
+    }
+    let out = run(plimsoll()
+        .args(["run", "--provider", "wasm", "--json", "--state-dir"])
+        .arg(state.path())
+        .arg(guest("echo")));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON result");
+    assert_eq!(v["stdout"], "");
 }

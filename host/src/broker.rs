@@ -8,8 +8,10 @@
 
 use crate::bindings::broker::{CallError, Request, Response};
 use crate::envelope::Envelope;
-use crate::grant::headers::{MAX_RESPONSE_HEADERS, check_request_headers, response_header_passes};
-use crate::grant::route::{Method, canonical_target};
+use crate::grant::headers::{
+    MAX_RESPONSE_HEADERS, check_request_headers_for, response_header_passes,
+};
+use crate::grant::route::{Method, canonical_target_with};
 use crate::grant::{Grant, GrantSet};
 use crate::trace::{CallOutcome, CallRecord, CallTrace};
 use crate::upstream::{Upstream, UpstreamError};
@@ -26,13 +28,63 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// The pause after a 429/503 without a usable `Retry-After`.
 pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 
+/// How a withheld response's `upstream(...)` error starts; the CallTrace
+/// records it as [`CallOutcome::CredentialReflected`].
+pub const REFLECTED_PREFIX: &str = "credential_reflected: ";
+
+/// Why a response may not reach the guest because of the call's
+/// credential, if it may not: the credential is in a header value the guest
+/// would get or in the body, or the body is in an encoding the host does
+/// not decode (so it cannot be checked: fail closed).
+fn reflection(
+    grant: &Grant,
+    raw: &http::HeaderMap,
+    passed: &[(String, String)],
+    body: &[u8],
+) -> Option<&'static str> {
+    // A grant without a credential has nothing to protect.
+    grant.credential.as_ref()?;
+    let guard = grant.reflection();
+    let encoded = raw
+        .get_all(http::header::CONTENT_ENCODING)
+        .iter()
+        .any(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+    if encoded {
+        return Some(
+            "the upstream's answer is content-encoded, so it cannot be checked for the credential; it was withheld",
+        );
+    }
+    if passed
+        .iter()
+        .any(|(n, v)| guard.found_in(n.as_bytes()) || guard.found_in(v.as_bytes()))
+    {
+        return Some(
+            "a header of the upstream's answer contained the call's credential; the answer was withheld",
+        );
+    }
+    if guard.found_in(body) {
+        return Some(
+            "the upstream's answer contained the call's credential; the answer was withheld",
+        );
+    }
+    None
+}
+
+/// The most breakers kept at once; past it, expired ones are dropped and,
+/// if none has expired, the one closing soonest.
+pub const MAX_BREAKERS: usize = 4096;
+
 /// The process-wide part of the broker: the HTTP client and the
 /// `Retry-After` breakers, which belong to the upstream, not to one run.
+///
+/// A breaker is keyed by caller *and* profile: one caller's guest that
+/// provokes 429/503 answers sheds only that caller's calls under the
+/// profile, never another caller's.
 #[derive(Debug, Default)]
 pub struct Broker {
     upstream: Upstream,
-    /// Grant profile name → instant until which calls are shed.
-    breakers: Mutex<HashMap<String, Instant>>,
+    /// (caller, grant profile) → instant until which calls are shed.
+    breakers: Mutex<HashMap<(String, String), Instant>>,
 }
 
 impl Broker {
@@ -41,23 +93,33 @@ impl Broker {
         Broker::default()
     }
 
-    fn breaker_open(&self, profile: &str) -> bool {
+    fn breaker_open(&self, caller: &str, profile: &str) -> bool {
         let mut b = self.breakers.lock().unwrap_or_else(|p| p.into_inner());
-        match b.get(profile) {
+        let key = (caller.to_owned(), profile.to_owned());
+        match b.get(&key) {
             Some(until) if Instant::now() < *until => true,
             Some(_) => {
-                b.remove(profile);
+                b.remove(&key);
                 false
             }
             None => false,
         }
     }
 
-    fn trip(&self, profile: &str, pause: Duration) {
+    fn trip(&self, caller: &str, profile: &str, pause: Duration) {
         let mut b = self.breakers.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if b.len() >= MAX_BREAKERS {
+            b.retain(|_, until| *until > now);
+            if b.len() >= MAX_BREAKERS
+                && let Some(k) = b.iter().min_by_key(|(_, u)| **u).map(|(k, _)| k.clone())
+            {
+                b.remove(&k);
+            }
+        }
         b.insert(
-            profile.to_owned(),
-            Instant::now() + pause.min(MAX_RETRY_AFTER),
+            (caller.to_owned(), profile.to_owned()),
+            now + pause.min(MAX_RETRY_AFTER),
         );
     }
 }
@@ -79,7 +141,7 @@ pub trait RemoteLink: Send + Sync + std::fmt::Debug {
         &'a self,
         api: &'a str,
         req: Request,
-    ) -> crate::provider::BoxFuture<'a, Result<Response, CallError>>;
+    ) -> futures::future::BoxFuture<'a, Result<Response, CallError>>;
 }
 
 #[derive(Debug)]
@@ -101,7 +163,9 @@ struct RunInner {
 
 /// A call that passed every check, ready to send.
 struct Checked {
+    caller: String,
     profile: String,
+    grant: Arc<Grant>,
     request: http::Request<Full<Bytes>>,
     response_cap: u64,
     timeout: Duration,
@@ -247,6 +311,9 @@ impl RunBroker {
             Err(CallError::ResponseTooLarge) => CallOutcome::ResponseTooLarge,
             Err(CallError::Timeout) => CallOutcome::Timeout,
             Err(CallError::Upstream(why)) if why.starts_with("shed") => CallOutcome::Shed,
+            Err(CallError::Upstream(why)) if why.starts_with(REFLECTED_PREFIX) => {
+                CallOutcome::CredentialReflected
+            }
             Err(CallError::Upstream(_)) => CallOutcome::UpstreamError,
         };
         rec.latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -285,7 +352,8 @@ impl RunBroker {
         let Some(method) = method else {
             return Err(denied("method not allowed"));
         };
-        let target = canonical_target(&req.path).map_err(|d| denied(d.as_str()))?;
+        let target = canonical_target_with(&req.path, grant.profile.allow_path_parameters)
+            .map_err(|d| denied(d.as_str()))?;
         let Some(route) = grant
             .profile
             .routes
@@ -295,11 +363,15 @@ impl RunBroker {
             return Err(denied("no route of the grant matches"));
         };
         rec.route = Some(route.path_template().to_owned());
-        let headers = check_request_headers(&req.headers).map_err(|d| denied(d.as_str()))?;
+        let headers = check_request_headers_for(&req.headers, &grant.profile.allow_headers)
+            .map_err(|d| denied(d.as_str()))?;
         if req.body.len() as u64 > inner.request_cap {
             return Err(CallError::RequestTooLarge);
         }
-        if self.broker.breaker_open(grant.name()) {
+        if self
+            .broker
+            .breaker_open(inner.grants.caller(), grant.name())
+        {
             return Err(CallError::Upstream(
                 "shed: the upstream asked for a pause (Retry-After)".to_owned(),
             ));
@@ -314,6 +386,9 @@ impl RunBroker {
         for (name, value) in &headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
+        // The answer must be checkable for the credential (see `send`):
+        // ask for it unencoded. A guest cannot set this header.
+        builder = builder.header(http::header::ACCEPT_ENCODING, "identity");
         if let Some(cred) = &grant.credential {
             let mut v = Zeroizing::new(Vec::with_capacity(cred.len() + 7));
             v.extend_from_slice(b"Bearer ");
@@ -328,7 +403,9 @@ impl RunBroker {
             .body(Full::new(Bytes::from(req.body)))
             .map_err(|_| denied("the request could not be formed"))?;
         Ok(Checked {
+            caller: inner.grants.caller().to_owned(),
             profile: grant.name().to_owned(),
+            grant: grant.clone(),
             request,
             response_cap: inner.response_cap,
             timeout,
@@ -345,9 +422,10 @@ impl RunBroker {
         {
             Ok(resp) => {
                 if resp.status == 429 || resp.status == 503 {
-                    self.broker.trip(&c.profile, retry_after(&resp.headers));
+                    self.broker
+                        .trip(&c.caller, &c.profile, retry_after(&resp.headers));
                 }
-                let headers = resp
+                let headers: Vec<(String, String)> = resp
                     .headers
                     .iter()
                     .filter(|(n, _)| response_header_passes(n.as_str()))
@@ -358,6 +436,9 @@ impl RunBroker {
                     })
                     .take(MAX_RESPONSE_HEADERS)
                     .collect();
+                if let Some(why) = reflection(&c.grant, &resp.headers, &headers, &resp.body) {
+                    return Err(CallError::Upstream(format!("{REFLECTED_PREFIX}{why}")));
+                }
                 Ok(Response {
                     status: resp.status,
                     headers,
@@ -417,10 +498,17 @@ mod tests {
     #[test]
     fn retry_after_is_bounded() {
         let broker = Broker::new();
-        broker.trip("p", Duration::from_secs(3600));
-        assert!(broker.breaker_open("p"));
-        let until = broker.breakers.lock().map(|b| b["p"]).expect("lock");
+        broker.trip("alice", "p", Duration::from_secs(3600));
+        assert!(broker.breaker_open("alice", "p"));
+        // Another caller of the same profile is not shed.
+        assert!(!broker.breaker_open("bob", "p"));
+        let key = ("alice".to_owned(), "p".to_owned());
+        let until = broker.breakers.lock().map(|b| b[&key]).expect("lock");
         assert!(until <= Instant::now() + MAX_RETRY_AFTER);
+        for i in 0..MAX_BREAKERS + 10 {
+            broker.trip(&format!("c{i}"), "p", Duration::from_secs(5));
+        }
+        assert!(broker.breakers.lock().map(|b| b.len()).unwrap_or(0) <= MAX_BREAKERS);
         let mut h = http::HeaderMap::new();
         h.insert(
             http::header::RETRY_AFTER,

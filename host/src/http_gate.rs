@@ -27,7 +27,14 @@ type SendFuture =
 
 /// Headers the host sets itself (framing, routing); a guest's copy is
 /// dropped rather than refused, because HTTP client libraries add them.
-const HOST_OWNED: [&str; 3] = ["host", "content-length", "transfer-encoding"];
+/// `accept-encoding` too: the host asks for an unencoded answer, which it
+/// can check for a reflected credential.
+const HOST_OWNED: [&str; 4] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "accept-encoding",
+];
 
 impl WasiHttpHooks for HttpGate {
     fn send_request(

@@ -5,10 +5,9 @@
 
 use crate::blob::Blob;
 use crate::envelope::Limits;
-use crate::output::Captured;
 use crate::tier::{Isolation, Tier};
 use crate::trace::CallTrace;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 
 /// A file the request places in the run's workspace before the guest
 /// starts.
@@ -49,6 +48,15 @@ impl Language {
             Language::Python => "python-wasm",
             Language::Javascript => "quickjs-wasm",
         }
+    }
+
+    /// The language of the interpreter guest with this identity
+    /// (`python-wasm:sha256:…`), if it is one of the interpreters.
+    pub fn from_identity(identity: &str) -> Option<Language> {
+        let family = identity.split(":sha256:").next()?;
+        [Language::Python, Language::Javascript]
+            .into_iter()
+            .find(|l| l.identity_family() == family)
     }
 
     /// The language of a script, from its file extension.
@@ -363,4 +371,28 @@ pub fn new_run_id() -> String {
         b = t.to_le_bytes();
     }
     hex::encode(b)
+}
+
+/// What a run wrote to one stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Captured {
+    /// The bytes, at most the cap.
+    pub bytes: Vec<u8>,
+    /// Whether the guest tried to write more than the cap.
+    pub truncated: bool,
+}
+
+impl Captured {
+    /// The bytes as text; invalid UTF-8 is replaced, never rejected.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes).into_owned()
+    }
+}
+
+impl Serialize for Captured {
+    /// Serialised as text (lossy UTF-8): JSON has no byte strings, and the
+    /// CLI prints the raw bytes instead.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&String::from_utf8_lossy(&self.bytes))
+    }
 }

@@ -284,7 +284,7 @@ impl SessionTable {
                 isolation,
                 "identity_mismatch",
                 format!(
-                    "the request requires guest {want:?}, but the session runs {}",
+                    "`require_identity` names another guest; the session runs {}",
                     slot.guest.identity()
                 ),
             );
@@ -296,6 +296,22 @@ impl SessionTable {
                 "invalid_request",
                 "a session evaluation runs the session's guest; leave out `component`",
             );
+        }
+        if let Some(language) = req.language
+            && language.identity_family() != slot.guest.family()
+        {
+            let mut r = RunResult::refused(
+                run_id,
+                isolation,
+                "invalid_request",
+                format!(
+                    "`language` does not apply: this session runs {}; leave it out or name the session's language",
+                    slot.guest.family()
+                ),
+            );
+            // The audit line names the session's guest, not the claim.
+            r.guest = Some(slot.guest.identity().to_owned());
+            return r;
         }
         if !req.stdin.is_empty() {
             return RunResult::refused(

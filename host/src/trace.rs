@@ -31,11 +31,15 @@ pub enum CallOutcome {
     UpstreamError,
     /// The host refused to send (e.g. while honouring `Retry-After`).
     Shed,
+    /// The upstream's answer carried the credential the host put into
+    /// the call (or could not be checked for it), so it was withheld
+    /// from the guest (grant/reflection.rs).
+    CredentialReflected,
 }
 
 impl CallOutcome {
     /// Every outcome, for metrics and summaries.
-    pub const ALL: [CallOutcome; 8] = [
+    pub const ALL: [CallOutcome; 9] = [
         CallOutcome::Delivered,
         CallOutcome::Denied,
         CallOutcome::BudgetExhausted,
@@ -44,6 +48,7 @@ impl CallOutcome {
         CallOutcome::Timeout,
         CallOutcome::UpstreamError,
         CallOutcome::Shed,
+        CallOutcome::CredentialReflected,
     ];
 
     /// The stable snake_case name.
@@ -57,6 +62,7 @@ impl CallOutcome {
             CallOutcome::Timeout => "timeout",
             CallOutcome::UpstreamError => "upstream_error",
             CallOutcome::Shed => "shed",
+            CallOutcome::CredentialReflected => "credential_reflected",
         }
     }
 }

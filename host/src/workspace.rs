@@ -50,17 +50,7 @@ pub struct Collected {
     pub refused: Vec<RefusedArtifact>,
 }
 
-/// Space the workspace uses.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WorkspaceUsage {
-    /// Sum of file lengths (apparent size: a sparse file counts in full).
-    pub bytes: u64,
-    /// Directory entries.
-    pub entries: u64,
-    /// `out/` was seen to be a directory with nothing in it: there are no
-    /// artifacts to collect (the run's caller skips that second walk).
-    pub out_empty: bool,
-}
+pub use crate::workspace_usage::WorkspaceUsage;
 
 /// One run's workspace directory.
 #[derive(Debug)]
@@ -82,8 +72,21 @@ impl Workspace {
             .prefix("run-")
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(base)?;
-        let root = Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority())?;
-        root.create_dir(OUT_DIR)?;
+        let opened = Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority())
+            .and_then(|root| root.create_dir(OUT_DIR).map(|()| root));
+        let root = match opened {
+            Ok(root) => root,
+            Err(e) => {
+                // `TempDir`'s own clean-up opens the directory, which fails
+                // for the same reason this did when descriptors ran out
+                // (EMFILE): remove the (empty) directories by path instead,
+                // which needs no descriptor.
+                let path = dir.keep();
+                let _ = std::fs::remove_dir(path.join(OUT_DIR));
+                let _ = std::fs::remove_dir(&path);
+                return Err(e.into());
+            }
+        };
         Ok(Workspace {
             root,
             changes: Mutex::new(None),

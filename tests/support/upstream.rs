@@ -53,6 +53,11 @@ async fn answer(
         .path_and_query()
         .map(|p| p.to_string())
         .unwrap_or_default();
+    let auth = req
+        .headers()
+        .get("authorization")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default();
     let headers = req
         .headers()
         .iter()
@@ -103,12 +108,99 @@ async fn answer(
             .header("location", "/v1/admin")
             .body(Full::new(Bytes::new()))
             .unwrap_or_default(),
+        p if p.starts_with("/v1/echo/") => echo(&p["/v1/echo/".len()..], &auth),
         p if p.starts_with("/v1/orders") => resp(
             200,
             Bytes::from(format!(r#"{{"order":"{p}","note":"{CANARY}"}}"#)),
         ),
         _ => resp(404, Bytes::from_static(b"not found")),
     })
+}
+
+/// The ways `/v1/echo/{mode}` hands the request's `Authorization` back,
+/// as upstreams that echo requests do.
+pub const ECHO_MODES: &[&str] = &[
+    "raw",
+    "header",
+    "header-name",
+    "base64",
+    "base64url",
+    "base64-line",
+    "percent",
+    "json",
+    "json-html",
+    "gzip",
+    "signature",
+];
+
+fn echo(mode: &str, auth: &str) -> hyper::Response<Full<Bytes>> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    let token = auth.strip_prefix("Bearer ").unwrap_or(auth);
+    let ok = |body: String| {
+        hyper::Response::builder()
+            .status(200)
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .unwrap_or_default()
+    };
+    let pct: String = auth
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    match mode {
+        "raw" => ok(format!("{{\"headers\":{{\"Authorization\":\"{auth}\"}}}}")),
+        "header" => hyper::Response::builder()
+            .status(200)
+            .header("x-echo-authorization", auth)
+            .body(Full::new(Bytes::from_static(b"{}")))
+            .unwrap_or_default(),
+        "header-name" => hyper::Response::builder()
+            .status(200)
+            .header(
+                format!("x-{}", token.replace(['.', '+', '/', '='], "-")),
+                "1",
+            )
+            .body(Full::new(Bytes::from_static(b"{}")))
+            .unwrap_or_default(),
+        "base64" => ok(format!(
+            "{{\"b\":\"{}\"}}",
+            STANDARD.encode(format!("Authorization: {auth}"))
+        )),
+        "base64url" => ok(format!(
+            "{{\"b\":\"{}\"}}",
+            URL_SAFE_NO_PAD.encode(format!("x{auth}y"))
+        )),
+        "base64-line" => {
+            ok(STANDARD.encode(format!("GET / HTTP/1.1\r\nauthorization: {auth}\r\n\r\n")))
+        }
+        "percent" => ok(format!("{{\"url\":\"https://log.example/?a={pct}\"}}")),
+        "json" => ok(serde_json::json!({"echo": auth})
+            .to_string()
+            .replace('/', "\\/")),
+        "json-html" => ok(format!(
+            "{{\"echo\":\"{}\"}}",
+            auth.replace('+', "\\u002b")
+                .replace('=', "\\u003d")
+                .replace('/', "\\/")
+        )),
+        "gzip" => hyper::Response::builder()
+            .status(200)
+            .header("content-encoding", "gzip")
+            .body(Full::new(Bytes::from_static(b"\x1f\x8b not really")))
+            .unwrap_or_default(),
+        "signature" => ok(format!(
+            "{{\"sig\":\"{}\"}}",
+            token.rsplit('.').next().unwrap_or_default()
+        )),
+        _ => ok("{}".into()),
+    }
 }
 
 pub async fn start_upstream() -> (Upstream, SocketAddr) {
@@ -140,9 +232,9 @@ pub async fn start_upstream() -> (Upstream, SocketAddr) {
 pub fn profiles(addr: SocketAddr) -> GrantProfiles {
     let json = format!(
         r#"{{"profiles": {{
-            "orders": {{"base_url": "http://{addr}", "allow": ["GET /v1/orders/*", "POST /v1/orders", "GET /slow/*", "GET /big/*", "GET /limited/*", "GET /moved/*"],
-                        "token": {{"type": "static", "env": "ORDERS_TOKEN"}}, "max_calls": 100}},
-            "minted": {{"base_url": "http://{addr}", "allow": ["GET /v1/orders/*"], "scopes": ["orders:read"],
+            "orders": {{"base_url": "http://{addr}", "allow": ["GET /v1/orders/*", "POST /v1/orders", "GET /slow/*", "GET /big/*", "GET /limited/*", "GET /moved/*", "GET /v1/echo/*"],
+                        "token": {{"type": "static", "env": "ORDERS_TOKEN"}}, "max_calls": 100, "allow_headers": ["x-request-id"]}},
+            "minted": {{"base_url": "http://{addr}", "allow": ["GET /v1/orders/*", "GET /v1/echo/*"], "scopes": ["orders:read"],
                         "allowed_callers": ["alice"],
                         "token": {{"type": "jwt", "secret_env": "JWT_SECRET", "ttl_sec": 600, "issuer": "plimsoll-test", "audience": "orders", "key_id": "k1"}}}},
             "tiny": {{"base_url": "http://{addr}", "allow": ["GET /v1/orders/*"], "token": {{"type": "static", "env": "ORDERS_TOKEN"}}, "max_calls": 3}}

@@ -50,8 +50,24 @@ pub struct App {
     /// (`PLIMSOLL_MAX_BODY_BYTES_IN_FLIGHT`): with many connections each
     /// sending a large body, memory stays bounded.
     pub bodies: Arc<tokio::sync::Semaphore>,
+    /// Each caller's share of `bodies`, KiB: at most
+    /// `max(PLIMSOLL_MAX_BODY_BYTES, in-flight budget / callers)`, so that
+    /// no caller can hold the whole budget ([`body_share_kib`]).
+    pub body_shares: std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>,
     /// Time a client has to send its body.
     pub body_timeout: Duration,
+}
+
+/// One caller's share of the in-flight body budget, in KiB: the budget
+/// divided among the callers, but at least one largest body, and never
+/// more than the budget.
+pub fn body_share_kib(budget_bytes: u64, max_body: usize, callers: usize) -> usize {
+    let budget = budget_bytes / 1024;
+    let one_body = (max_body as u64) / 1024 + 1;
+    let share = (budget / callers.max(1) as u64).max(one_body).min(budget);
+    usize::try_from(share)
+        .unwrap_or(usize::MAX)
+        .clamp(1, tokio::sync::Semaphore::MAX_PERMITS)
 }
 
 /// The API router (without the metrics listener).
@@ -248,7 +264,8 @@ impl App {
         rec.run_id = Some(r.run_id.clone());
         rec.session_id = r.session_id.clone();
         rec.guest = r.guest.clone();
-        rec.language = req.language.map(Language::as_str);
+        // What ran, never what the caller claimed.
+        rec.language = ran_language(req, r);
         rec.grant_profiles = req.grants.clone();
         if let Some(code) = &req.code {
             rec.code_bytes = Some(code.len() as u64);
@@ -286,7 +303,7 @@ impl App {
                 .ledger
                 .charge(&caller.id, r.usage.wall_ms.ceil() as u64);
         }
-        let language = req.language.map(Language::as_str).unwrap_or("component");
+        let language = ran_language(req, &r).unwrap_or("component");
         self.metrics.run(&caller.id, language, &r);
         let rec = self.run_record(event, caller, req, &r, started);
         if let Err(e) = self.audit.record(&rec).await {
@@ -306,30 +323,115 @@ impl App {
 }
 
 fn check_profiles(caller: &Caller, grants: &[String]) -> Result<(), ApiError> {
-    for g in grants {
+    for (i, g) in grants.iter().enumerate() {
         if !caller.may_use_profile(g) {
-            let name = if plimsoll::grant::profile::valid_name(g) {
-                format!("{g:?}")
-            } else {
-                "(an invalid name)".into()
-            };
+            // The position, never the name: no message echoes the body.
             return Err(ApiError::new(
                 "grant_not_allowed",
-                format!("this caller may not use grant profile {name}"),
+                format!("grants[{i}] names a grant profile this caller may not use"),
             ));
         }
     }
     Ok(())
 }
 
-/// Reads a body of at most `max` bytes within `timeout`. Only JSON (or no
-/// content type) is accepted. The returned permit holds the body's share
-/// of the in-flight budget until the request is done.
+/// What a request's body holds of the body budgets until the request is
+/// done: its caller's share and the host-wide budget, in KiB, for the
+/// bytes actually received.
+pub struct BodyPermit {
+    share: Option<tokio::sync::OwnedSemaphorePermit>,
+    global: Option<tokio::sync::OwnedSemaphorePermit>,
+    kib: u32,
+}
+
+impl BodyPermit {
+    fn none() -> Self {
+        BodyPermit {
+            share: None,
+            global: None,
+            kib: 0,
+        }
+    }
+
+    fn take(
+        kib: u32,
+        share: &Arc<tokio::sync::Semaphore>,
+        global: &Arc<tokio::sync::Semaphore>,
+    ) -> Result<
+        (
+            tokio::sync::OwnedSemaphorePermit,
+            tokio::sync::OwnedSemaphorePermit,
+        ),
+        &'static str,
+    > {
+        let s = share
+            .clone()
+            .try_acquire_many_owned(kib)
+            .map_err(|_| "caller")?;
+        let g = global
+            .clone()
+            .try_acquire_many_owned(kib)
+            .map_err(|_| "host")?;
+        Ok((s, g))
+    }
+
+    /// Grows the reservation to cover `bytes` received so far. Fails,
+    /// holding what it had, when the caller's share or the host's budget
+    /// has no room: the caller waits on itself, never on others.
+    fn cover(
+        &mut self,
+        bytes: usize,
+        most: usize,
+        share: &Arc<tokio::sync::Semaphore>,
+        global: &Arc<tokio::sync::Semaphore>,
+    ) -> Result<(), &'static str> {
+        let kib = |b: usize| u32::try_from(b / 1024 + 1).unwrap_or(u32::MAX);
+        let need = kib(bytes);
+        if need <= self.kib {
+            return Ok(());
+        }
+        // Reserve ahead in steps of 64 KiB, so that a large body takes a
+        // few dozen reservations rather than one per frame; never past
+        // the largest body a request may have.
+        let exact = need - self.kib;
+        let ahead = exact
+            .max(64)
+            .min(kib(most).saturating_sub(self.kib))
+            .max(exact);
+        // Ahead if there is room, else exactly what arrived.
+        let (s, g, more) = match Self::take(ahead, share, global) {
+            Ok((s, g)) => (s, g, ahead),
+            Err(_) if ahead > exact => {
+                let (s, g) = Self::take(exact, share, global)?;
+                (s, g, exact)
+            }
+            Err(e) => return Err(e),
+        };
+        match &mut self.share {
+            Some(p) => p.merge(s),
+            None => self.share = Some(s),
+        }
+        match &mut self.global {
+            Some(p) => p.merge(g),
+            None => self.global = Some(g),
+        }
+        self.kib += more;
+        Ok(())
+    }
+}
+
+/// Reads `caller`'s body of at most `max` bytes within `timeout`. Only
+/// JSON (or no content type) is accepted. What it receives is reserved, as
+/// it arrives, against the caller's share of the in-flight budget and the
+/// host-wide budget (a declared `Content-Length` reserves nothing: a slow
+/// upload holds only what it has sent); the permit holds both until the
+/// request is done.
 async fn read_body(
     app: &App,
+    caller: &Caller,
     headers: &HeaderMap,
     body: Body,
-) -> Result<(Bytes, tokio::sync::OwnedSemaphorePermit), ApiError> {
+) -> Result<(Bytes, BodyPermit), ApiError> {
     if let Some(ct) = headers.get(header::CONTENT_TYPE) {
         let ct = ct.to_str().unwrap_or("");
         let essence = ct.split(';').next().unwrap_or("").trim();
@@ -354,41 +456,47 @@ async fn read_body(
     {
         return Err(too_large());
     }
-    // Reserve the body's size (the whole cap when it is not declared)
-    // before reading it.
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(app.max_body as u64);
-    let kib = u32::try_from(declared / 1024 + 1).unwrap_or(u32::MAX);
-    let Ok(permit) = app.bodies.clone().try_acquire_many_owned(kib) else {
-        app.metrics.shed("bodies_in_flight");
-        return Err(ApiError::new(
-            "busy",
-            "too many request bodies are being received; try again shortly",
-        )
-        .retry_after(1));
+    let Some(share) = app.body_shares.get(&caller.id).cloned() else {
+        return Err(ApiError::new("forbidden", "unknown caller"));
     };
-    let limited = http_body_util::Limited::new(body, app.max_body);
-    match tokio::time::timeout(app.body_timeout, limited.collect()).await {
+    let mut permit = BodyPermit::none();
+    let mut buf = bytes::BytesMut::new();
+    let mut body = body;
+    let read = async {
+        while let Some(frame) = body.frame().await {
+            let frame = frame
+                .map_err(|_| ApiError::new("invalid_request", "the body could not be read"))?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            if buf.len().saturating_add(data.len()) > app.max_body {
+                return Err(too_large());
+            }
+            if let Err(whose) =
+                permit.cover(buf.len() + data.len(), app.max_body, &share, &app.bodies)
+            {
+                app.metrics.shed("bodies_in_flight");
+                return Err(ApiError::new(
+                    "busy",
+                    if whose == "caller" {
+                        "this caller's request bodies in flight are at its share of the budget; try again shortly"
+                    } else {
+                        "too many request bodies are being received; try again shortly"
+                    },
+                )
+                .retry_after(1));
+            }
+            buf.extend_from_slice(&data);
+        }
+        Ok(())
+    };
+    match tokio::time::timeout(app.body_timeout, read).await {
         Err(_) => Err(ApiError::new(
             "request_timeout",
             "the body did not arrive in time",
         )),
-        Ok(Err(e)) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
-                Err(too_large())
-            } else {
-                Err(ApiError::new(
-                    "invalid_request",
-                    "the body could not be read",
-                ))
-            }
-        }
-        Ok(Ok(c)) => Ok((c.to_bytes(), permit)),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok(())) => Ok((buf.freeze(), permit)),
     }
 }
 
@@ -399,11 +507,11 @@ async fn begin(
     app: &App,
     headers: &HeaderMap,
     body: Body,
-) -> Result<(Arc<Caller>, Bytes, tokio::sync::OwnedSemaphorePermit), ApiError> {
+) -> Result<(Arc<Caller>, Bytes, BodyPermit), ApiError> {
     let caller = app.authorize(headers, Some(Scope::CodeRun))?;
     app.check_open()?;
     app.quotas.check_rate(&caller).map_err(|s| app.shed(s))?;
-    let (bytes, permit) = read_body(app, headers, body).await?;
+    let (bytes, permit) = read_body(app, &caller, headers, body).await?;
     Ok((caller, bytes, permit))
 }
 macro_rules! tri {
@@ -511,6 +619,15 @@ pub async fn open_session(State(app): State<Arc<App>>, headers: HeaderMap, body:
     match opened {
         Ok(info) => (StatusCode::CREATED, Json(info)).into_response(),
         Err(e) => ApiError::new(&e.code, e.message).into_response(),
+    }
+}
+
+/// The language of the guest that ran (from its identity); for a run that
+/// resolved no guest, the request's (a closed set of names either way).
+fn ran_language(req: &RunRequest, r: &RunResult) -> Option<&'static str> {
+    match r.guest.as_deref() {
+        Some(identity) => Language::from_identity(identity).map(Language::as_str),
+        None => req.language.map(Language::as_str),
     }
 }
 

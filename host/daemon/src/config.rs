@@ -43,6 +43,8 @@ pub const MAX_BODY_IN_FLIGHT_ENV: &str = "PLIMSOLL_MAX_BODY_BYTES_IN_FLIGHT";
 pub const MAX_INFLIGHT_ENV: &str = "PLIMSOLL_MAX_INFLIGHT";
 /// Open connections per listener; more are closed at accept.
 pub const MAX_CONNECTIONS_ENV: &str = "PLIMSOLL_MAX_CONNECTIONS";
+/// Connections one peer address may hold before authenticating.
+pub const MAX_UNAUTHENTICATED_PER_PEER_ENV: &str = "PLIMSOLL_MAX_UNAUTHENTICATED_PER_PEER";
 /// Seconds a client has to send its request head.
 pub const HEADER_TIMEOUT_ENV: &str = "PLIMSOLL_HEADER_TIMEOUT_SECS";
 /// Seconds SIGTERM waits for in-flight runs.
@@ -87,6 +89,9 @@ pub struct DaemonConfig {
     pub max_inflight: usize,
     /// Open connections per listener.
     pub max_connections: usize,
+    /// Connections one peer may hold before authenticating (the oldest is
+    /// replaced past it; see `server.rs`).
+    pub max_unauthenticated_per_peer: usize,
     /// How long SIGTERM waits for in-flight runs.
     pub drain: Duration,
     /// How long a client may take to send its request head (slowloris).
@@ -211,7 +216,12 @@ impl DaemonConfig {
             max_body_bytes: number(MAX_BODY_ENV, 32usize << 20)?,
             max_body_in_flight: number(MAX_BODY_IN_FLIGHT_ENV, 512u64 << 20)?,
             max_inflight: number(MAX_INFLIGHT_ENV, (cores * 32).max(64))?,
-            max_connections: number(MAX_CONNECTIONS_ENV, 1024usize)?,
+            max_connections: number(MAX_CONNECTIONS_ENV, 1024usize)?.max(4),
+            max_unauthenticated_per_peer: number(
+                MAX_UNAUTHENTICATED_PER_PEER_ENV,
+                crate::server::DEFAULT_UNAUTHENTICATED_PER_PEER,
+            )?
+            .max(1),
             drain: Duration::from_secs(number(DRAIN_SECS_ENV, 30u64)?),
             header_timeout: Duration::from_secs(number(HEADER_TIMEOUT_ENV, 10u64)?.max(1)),
             body_timeout: Duration::from_secs(30),

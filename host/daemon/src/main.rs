@@ -246,6 +246,15 @@ async fn run() -> ExitCode {
             )]);
         }
     };
+    let share = plimsolld::api::body_share_kib(
+        cfg.max_body_in_flight,
+        cfg.max_body_bytes,
+        callers.iter().count(),
+    );
+    let body_shares = callers
+        .iter()
+        .map(|c| (c.id.clone(), Arc::new(tokio::sync::Semaphore::new(share))))
+        .collect();
     let app = Arc::new(App {
         sandbox: sandbox.clone(),
         callers,
@@ -260,12 +269,24 @@ async fn run() -> ExitCode {
                 .unwrap_or(usize::MAX)
                 .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
         )),
+        body_shares,
         body_timeout: cfg.body_timeout,
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let limits = ConnLimits {
         max_connections: cfg.max_connections,
         header_timeout: cfg.header_timeout,
+        max_unauthenticated_per_peer: cfg.max_unauthenticated_per_peer,
+    };
+    let authenticates: server::Authenticates = {
+        let app = app.clone();
+        Some(Arc::new(move |h: &http::HeaderMap| {
+            app.callers
+                .authenticate(plimsolld::callers::bearer(
+                    h.get(http::header::AUTHORIZATION),
+                ))
+                .is_some()
+        }))
     };
     let api_addr = api_listener.local_addr().ok();
     let api_task = tokio::spawn(server::serve(
@@ -273,6 +294,7 @@ async fn run() -> ExitCode {
         tls,
         api::router(app.clone()),
         limits,
+        authenticates,
         stop_rx.clone(),
         cfg.drain,
     ));
@@ -285,7 +307,9 @@ async fn run() -> ExitCode {
             ConnLimits {
                 max_connections: 64,
                 header_timeout: cfg.header_timeout,
+                max_unauthenticated_per_peer: 64,
             },
+            None,
             stop_rx.clone(),
             Duration::from_secs(1),
         ))

@@ -118,7 +118,8 @@ struct CommonArgs {
     /// The weakest isolation tier accepted: process, container, kernel, vm.
     #[arg(long = "min-isolation", env = "SANDBOX_MIN_ISOLATION")]
     min_isolation: Option<String>,
-    /// Directory for the component cache and workspaces.
+    /// Directory for the component cache (`<dir>/components`). Workspaces
+    /// stay where `PLIMSOLL_WORK_DIR` says, by default on `/dev/shm`.
     #[arg(long = "state-dir", env = "PLIMSOLL_STATE_DIR")]
     state_dir: Option<PathBuf>,
     /// Do not count fuel (faster; no `cpu_exhausted`, wall time still holds).
@@ -139,7 +140,9 @@ struct RunArgs {
     /// the file extension. Makes PROGRAM a script.
     #[arg(long)]
     language: Option<String>,
-    /// A file whose contents are the guest's stdin.
+    /// A file whose contents are the guest's stdin; `-` is this process's
+    /// standard input. Without it, piped or redirected standard input
+    /// reaches the guest (a terminal never does).
     #[arg(long)]
     stdin: Option<PathBuf>,
     /// For an interpreter component: a file holding the code to evaluate.
@@ -252,8 +255,10 @@ fn sandbox_config(common: &CommonArgs) -> Result<SandboxConfig, String> {
     }
     if let Some(dir) = &common.state_dir {
         cfg.runtime.cache_dir = Some(dir.join("components"));
+        // Workspaces follow `PLIMSOLL_WORK_DIR` and its documented default
+        // (README's table), whatever the state directory.
         if std::env::var_os(plimsoll::config::WORK_DIR_ENV).is_none() {
-            cfg.runtime.workspace_dir = dir.join("work");
+            cfg.runtime.workspace_dir = plimsoll::config::default_work_dir(dir);
         }
     }
     cfg.runtime.engine.fuel = !common.no_fuel;
@@ -291,8 +296,43 @@ fn info(common: CommonArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The most the CLI reads of one input (a script, a stdin file, piped
+/// standard input); the envelope caps what the guest gets.
+const MAX_CLI_INPUT: u64 = 256 << 20;
+
 fn read_capped(path: &PathBuf, what: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("cannot read {what} {}: {e}", path.display()))
+    use std::io::Read;
+    let cannot = |e: std::io::Error| format!("cannot read {what} {}: {e}", path.display());
+    let mut out = Vec::new();
+    if path.as_os_str() == "-" {
+        std::io::stdin()
+            .lock()
+            .take(MAX_CLI_INPUT + 1)
+            .read_to_end(&mut out)
+            .map_err(cannot)?;
+    } else {
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_CLI_INPUT + 1).read_to_end(&mut out))
+            .map_err(cannot)?;
+    }
+    if out.len() as u64 > MAX_CLI_INPUT {
+        return Err(format!(
+            "{what} {} is larger than {MAX_CLI_INPUT} bytes",
+            path.display()
+        ));
+    }
+    Ok(out)
+}
+
+/// Whether this process's standard input is a pipe or a file (data meant
+/// for the guest), not a terminal, `/dev/null` or anything else.
+fn stdin_is_piped() -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(md) = std::fs::metadata("/proc/self/fd/0") else {
+        return false;
+    };
+    let t = md.file_type();
+    t.is_fifo() || t.is_file()
 }
 
 async fn run(args: RunArgs) -> ExitCode {
@@ -330,8 +370,14 @@ async fn run(args: RunArgs) -> ExitCode {
         Err(e) => return fail(&e.to_string()),
     };
     let mut req = RunRequest::default();
-    if let Some(p) = &args.stdin {
-        match read_capped(p, "stdin file") {
+    let piped = PathBuf::from("-");
+    let stdin = match &args.stdin {
+        Some(p) => Some(p),
+        None if stdin_is_piped() => Some(&piped),
+        None => None,
+    };
+    if let Some(p) = stdin {
+        match read_capped(p, "stdin") {
             Ok(b) => req.stdin = Blob(b),
             Err(e) => return fail(&e),
         }

@@ -1,12 +1,20 @@
 //! Which request headers a guest may send, and which response headers it
 //! gets back.
 //!
-//! The credential is the host's to add, so a guest may never set
-//! `Authorization`, `Cookie`, `Host`, `Proxy-*`, hop-by-hop or framing
-//! headers, or anything that could change where or how the request is
-//! routed. Everything else passes an allow-list, and every value is checked
-//! for CR, LF and other control characters so that no header can be
-//! smuggled.
+//! The credential is the host's to add, and many servers and proxies act
+//! on headers a guest could otherwise set: auth proxies trust
+//! `X-Remote-User` or `X-WEBAUTH-USER`, nginx and Envoy route on
+//! `X-Original-URI` or `X-Envoy-Original-Path`, APIs read keys from
+//! `X-Goog-Api-Key`. A deny-list cannot know them all, so this is an
+//! **allow-list**: a small default set of content-negotiation and caching
+//! headers ([`DEFAULT_ALLOWED`]), plus the names a grant profile lists in
+//! `allow_headers`. Everything else is refused (and the call traced as
+//! denied, never sent). A profile can never allow the headers in
+//! [`NEVER_ALLOWED`]: the credential, cookies, the host, proxies, framing
+//! and hop-by-hop headers, `Forwarded`/`X-Forwarded-*`, and
+//! `Accept-Encoding` (the host asks for an unencoded answer, which it can
+//! check for a reflected credential). Every value is checked for CR, LF
+//! and other control characters so that no header can be smuggled.
 
 /// Most headers a guest may send on one call.
 pub const MAX_HEADERS: usize = 32;
@@ -16,10 +24,13 @@ pub const MAX_NAME_BYTES: usize = 64;
 pub const MAX_VALUE_BYTES: usize = 4096;
 /// Most response headers handed back to the guest.
 pub const MAX_RESPONSE_HEADERS: usize = 64;
+/// Most extra header names one grant profile may allow.
+pub const MAX_PROFILE_HEADERS: usize = 32;
 
-/// Header names a guest may send as they are.
-const ALLOWED: &[&str] = &[
+/// Header names any grant lets a guest send.
+pub const DEFAULT_ALLOWED: &[&str] = &[
     "accept",
+    "accept-charset",
     "accept-language",
     "cache-control",
     "content-language",
@@ -28,29 +39,52 @@ const ALLOWED: &[&str] = &[
     "if-match",
     "if-modified-since",
     "if-none-match",
+    "if-range",
     "if-unmodified-since",
     "prefer",
     "user-agent",
 ];
 
-/// `x-` headers that are refused even though `x-` headers are otherwise
-/// allowed: they change routing, identity or the method at proxies.
-const DENIED_X: &[&str] = &[
-    "x-forwarded-for",
-    "x-forwarded-host",
-    "x-forwarded-proto",
-    "x-forwarded-port",
-    "x-forwarded-prefix",
+/// Header names no grant profile can allow. Prefixes end in `-`.
+pub const NEVER_ALLOWED: &[&str] = &[
+    "accept-encoding",
+    "authorization",
+    "connection",
+    "content-encoding",
+    "content-length",
+    "cookie",
+    "cookie2",
+    "expect",
+    "forwarded",
+    "host",
+    "keep-alive",
+    "max-forwards",
+    "origin",
+    "proxy-",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "via",
+    "x-forwarded-",
     "x-real-ip",
-    "x-http-method",
-    "x-http-method-override",
-    "x-method-override",
-    "x-original-url",
-    "x-rewrite-url",
-    "x-api-key",
-    "x-auth-token",
-    "x-amz-security-token",
 ];
+
+/// Whether a profile may list `lower` in `allow_headers`.
+pub fn profile_may_allow(lower: &str) -> bool {
+    !lower.is_empty()
+        && lower.len() <= MAX_NAME_BYTES
+        && lower
+            .bytes()
+            .all(|b| is_tchar(b) && !b.is_ascii_uppercase())
+        && !NEVER_ALLOWED.iter().any(|n| {
+            if n.ends_with('-') {
+                lower.starts_with(n)
+            } else {
+                lower == *n
+            }
+        })
+}
 
 /// Response headers never handed to the guest.
 const STRIPPED_RESPONSE: &[&str] = &[
@@ -94,16 +128,25 @@ fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-fn name_allowed(lower: &str) -> bool {
-    if ALLOWED.contains(&lower) {
-        return true;
-    }
-    lower.starts_with("x-") && !DENIED_X.contains(&lower) && !lower.starts_with("x-forwarded")
+fn name_allowed(lower: &str, extra: &[String]) -> bool {
+    DEFAULT_ALLOWED.contains(&lower)
+        || (profile_may_allow(lower) && extra.iter().any(|e| e == lower))
 }
 
-/// Checks the guest's headers; returns them with lower-case names.
+/// Checks the guest's headers against the default allow-list; returns
+/// them with lower-case names.
 pub fn check_request_headers(
     headers: &[(String, String)],
+) -> Result<Vec<(String, String)>, HeaderDenied> {
+    check_request_headers_for(headers, &[])
+}
+
+/// Checks the guest's headers against the default allow-list plus
+/// `extra` (a profile's `allow_headers`, lower-case); returns them with
+/// lower-case names.
+pub fn check_request_headers_for(
+    headers: &[(String, String)],
+    extra: &[String],
 ) -> Result<Vec<(String, String)>, HeaderDenied> {
     if headers.len() > MAX_HEADERS {
         return Err(HeaderDenied::TooMany);
@@ -114,7 +157,7 @@ pub fn check_request_headers(
             return Err(HeaderDenied::BadName);
         }
         let lower = name.to_ascii_lowercase();
-        if !name_allowed(&lower) {
+        if !name_allowed(&lower, extra) {
             return Err(HeaderDenied::NotAllowed);
         }
         if value.len() > MAX_VALUE_BYTES
@@ -160,6 +203,16 @@ mod tests {
             "X-HTTP-Method-Override",
             "Forwarded",
             "X-Api-Key",
+            "X-Remote-User",
+            "X-WEBAUTH-USER",
+            "X-Auth-Request-User",
+            "X-Original-URI",
+            "X-Envoy-Original-Path",
+            "X-Client-IP",
+            "X-Goog-Api-Key",
+            "X-Access-Token",
+            "Accept-Encoding",
+            "X-Request-Id",
         ] {
             assert_eq!(
                 check_request_headers(&h(name, "x")),
@@ -172,15 +225,15 @@ mod tests {
     #[test]
     fn smuggling_is_refused() {
         assert_eq!(
-            check_request_headers(&h("x-note", "a\r\nHost: evil")),
+            check_request_headers(&h("user-agent", "a\r\nHost: evil")),
             Err(HeaderDenied::BadValue)
         );
         assert_eq!(
-            check_request_headers(&h("x-note", "a\nb")),
+            check_request_headers(&h("user-agent", "a\nb")),
             Err(HeaderDenied::BadValue)
         );
         assert_eq!(
-            check_request_headers(&h("x-note", "a\0b")),
+            check_request_headers(&h("user-agent", "a\0b")),
             Err(HeaderDenied::BadValue)
         );
         assert_eq!(
@@ -205,17 +258,41 @@ mod tests {
             .collect();
         assert_eq!(check_request_headers(&many), Err(HeaderDenied::TooMany));
         assert_eq!(
-            check_request_headers(&h("x-big", &"v".repeat(MAX_VALUE_BYTES + 1))),
+            check_request_headers(&h("user-agent", &"v".repeat(MAX_VALUE_BYTES + 1))),
             Err(HeaderDenied::BadValue)
         );
     }
 
     #[test]
+    fn a_profile_adds_names_but_never_the_forbidden_ones() {
+        let extra = vec!["x-request-id".to_owned(), "authorization".to_owned()];
+        assert!(check_request_headers_for(&h("X-Request-Id", "1"), &extra).is_ok());
+        assert_eq!(
+            check_request_headers_for(&h("Authorization", "x"), &extra),
+            Err(HeaderDenied::NotAllowed)
+        );
+        for never in [
+            "authorization",
+            "proxy-x",
+            "x-forwarded-host",
+            "accept-encoding",
+            "Host",
+        ] {
+            assert!(!profile_may_allow(never), "{never}");
+        }
+        assert!(profile_may_allow("x-api-version"));
+    }
+
+    #[test]
     fn ordinary_headers_pass() {
-        let ok = check_request_headers(&[
-            ("Content-Type".to_owned(), "application/json".to_owned()),
-            ("X-Request-Id".to_owned(), "abc\tdef".to_owned()),
-        ])
+        let extra = vec!["x-request-id".to_owned()];
+        let ok = check_request_headers_for(
+            &[
+                ("Content-Type".to_owned(), "application/json".to_owned()),
+                ("X-Request-Id".to_owned(), "abc\tdef".to_owned()),
+            ],
+            &extra,
+        )
         .expect("allowed");
         assert_eq!(ok[0].0, "content-type");
         assert!(response_header_passes("content-type"));

@@ -10,6 +10,7 @@
 pub mod credential;
 pub mod headers;
 pub mod profile;
+pub mod reflection;
 pub mod route;
 
 pub use credential::Secret;
@@ -26,6 +27,9 @@ pub struct Grant {
     pub profile: Arc<GrantProfile>,
     /// The credential for this run, if the profile has one.
     pub credential: Option<Secret>,
+    /// Finds that credential in a response ([`reflection`]); built on the
+    /// first answer, so that a run that makes no call pays nothing.
+    reflection: std::sync::OnceLock<reflection::ReflectionGuard>,
 }
 
 impl std::fmt::Debug for Grant {
@@ -45,17 +49,29 @@ impl Grant {
     pub fn name(&self) -> &str {
         &self.profile.name
     }
+
+    /// The search for this grant's credential in an answer (one that finds
+    /// nothing for a grant without a credential).
+    pub fn reflection(&self) -> &reflection::ReflectionGuard {
+        self.reflection.get_or_init(|| match &self.credential {
+            Some(c) => reflection::ReflectionGuard::for_credential(c.expose()),
+            None => reflection::ReflectionGuard::none(),
+        })
+    }
 }
 
 /// Why a run could not have a grant it asked for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+///
+/// Each names the position in the request's `grants` list, never the name
+/// itself: no error message echoes a value the caller sent.
 pub enum GrantRefusal {
-    #[error("no grant profile named {0:?}")]
-    Unknown(String),
-    #[error("caller may not use grant profile {0:?}")]
-    NotAllowed(String),
-    #[error("grant profile {0:?} is named twice")]
-    Duplicate(String),
+    #[error("grants[{0}] names no grant profile of this host")]
+    Unknown(usize),
+    #[error("grants[{0}] names a grant profile this caller may not use")]
+    NotAllowed(usize),
+    #[error("grants[{0}] names a grant profile already named earlier in the list")]
+    Duplicate(usize),
 }
 
 impl GrantRefusal {
@@ -73,6 +89,8 @@ impl GrantRefusal {
 #[derive(Debug, Default, Clone)]
 pub struct GrantSet {
     grants: BTreeMap<String, Arc<Grant>>,
+    /// The caller the grants were resolved for (keys its breakers).
+    caller: String,
 }
 
 impl GrantSet {
@@ -90,19 +108,15 @@ impl GrantSet {
         run_budget: Duration,
     ) -> Result<GrantSet, GrantRefusal> {
         let mut grants = BTreeMap::new();
-        for name in names {
-            // The name is echoed in the refusal; keep it short.
-            let shown: String = name.chars().take(128).collect();
-            let profile = profiles
-                .get(name)
-                .ok_or_else(|| GrantRefusal::Unknown(shown.clone()))?;
+        for (i, name) in names.iter().enumerate() {
+            let profile = profiles.get(name).ok_or(GrantRefusal::Unknown(i))?;
             if let Some(allowed) = &profile.allowed_callers
                 && !allowed.contains(caller)
             {
-                return Err(GrantRefusal::NotAllowed(shown));
+                return Err(GrantRefusal::NotAllowed(i));
             }
             if grants.contains_key(name) {
-                return Err(GrantRefusal::Duplicate(shown));
+                return Err(GrantRefusal::Duplicate(i));
             }
             let credential = profile
                 .credential
@@ -113,10 +127,19 @@ impl GrantSet {
                 Arc::new(Grant {
                     profile: profile.clone(),
                     credential,
+                    reflection: std::sync::OnceLock::new(),
                 }),
             );
         }
-        Ok(GrantSet { grants })
+        Ok(GrantSet {
+            grants,
+            caller: caller.to_owned(),
+        })
+    }
+
+    /// The caller these grants were resolved for (empty for no grants).
+    pub fn caller(&self) -> &str {
+        &self.caller
     }
 
     /// The grant named `name`, if this run has it.

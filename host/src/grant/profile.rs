@@ -8,6 +8,7 @@
 //!     "allowed_callers": ["alice"],
 //!     "scopes": ["orders:read"],
 //!     "token": {"type": "static", "env": "ORDERS_TOKEN"},
+//!     "allow_headers": ["x-request-id"],
 //!     "max_calls": 50}}}
 //! ```
 //!
@@ -71,6 +72,10 @@ struct RawProfile {
     token: Option<RawToken>,
     #[serde(default)]
     max_calls: Option<u64>,
+    #[serde(default)]
+    allow_headers: Vec<String>,
+    #[serde(default)]
+    allow_path_parameters: bool,
 }
 
 #[derive(Deserialize)]
@@ -119,6 +124,13 @@ pub struct GrantProfile {
     pub scopes: Vec<String>,
     pub credential: Option<CredentialSource>,
     pub max_calls: u64,
+    /// Request headers a guest may send besides the default allow-list
+    /// (lower-case; never one of [`super::headers::NEVER_ALLOWED`]).
+    pub allow_headers: Vec<String>,
+    /// Whether `;` path parameters are allowed (for APIs that use them;
+    /// a segment must still be safe with them dropped, see
+    /// [`super::route::normalised_is_safe`]).
+    pub allow_path_parameters: bool,
 }
 
 /// Every grant profile of the host, by name.
@@ -247,6 +259,27 @@ fn parse_profile(
             "must be between 1 and 1000000",
         ));
     }
+    if raw.allow_headers.len() > super::headers::MAX_PROFILE_HEADERS {
+        return Err(err(
+            Some(name),
+            "allow_headers",
+            format!("at most {} names", super::headers::MAX_PROFILE_HEADERS),
+        ));
+    }
+    let mut allow_headers = Vec::with_capacity(raw.allow_headers.len());
+    for (i, h) in raw.allow_headers.iter().enumerate() {
+        let lower = h.to_ascii_lowercase();
+        if !super::headers::profile_may_allow(&lower) {
+            return Err(err(
+                Some(name),
+                &format!("allow_headers[{i}]"),
+                "must be a header name (a token of at most 64 bytes) other than the credential, cookie, host, proxy, forwarding, framing and hop-by-hop headers",
+            ));
+        }
+        if !allow_headers.contains(&lower) {
+            allow_headers.push(lower);
+        }
+    }
     let credential = match raw.token {
         None => None,
         Some(RawToken::Static {
@@ -332,6 +365,8 @@ fn parse_profile(
         scopes: raw.scopes,
         credential,
         max_calls,
+        allow_headers,
+        allow_path_parameters: raw.allow_path_parameters,
     })
 }
 

@@ -7,6 +7,16 @@
 //! characters or unreserved characters, backslashes, non-ASCII look-alikes,
 //! fragments — is denied, never normalised into a match. The query string is
 //! forwarded but takes no part in matching.
+//!
+//! Beyond the path's own syntax, a segment must stay safe after every
+//! normalisation a server or proxy is known to apply ([`normalised_is_safe`]):
+//! Tomcat and Spring drop `;params` before resolving `..`; some servers trim
+//! whitespace and trailing dots; many decode once more; some map overlong
+//! UTF-8 or full-width look-alikes onto `.` and `/`. So `;` is refused
+//! unless the grant profile opts in (`allow_path_parameters`), and a segment
+//! is refused when, with its parameters dropped, decoded once and trimmed,
+//! it is empty, `.`, `..`, holds a separator, is not valid UTF-8, or holds a
+//! look-alike of `.`, `/` or `\`.
 
 use std::fmt;
 
@@ -74,6 +84,9 @@ pub enum PathDenied {
     EncodedControl,
     EncodedUnreserved,
     TooManySegments,
+    Parameter,
+    Normalises,
+    BadUtf8,
 }
 
 impl PathDenied {
@@ -93,6 +106,11 @@ impl PathDenied {
             PathDenied::EncodedControl => "path has an encoded control character",
             PathDenied::EncodedUnreserved => "path percent-encodes a character that needs none",
             PathDenied::TooManySegments => "path has too many segments",
+            PathDenied::Parameter => "path has a ; parameter, which this grant does not allow",
+            PathDenied::Normalises => {
+                "path has a segment that a server would normalise into ., .. or a separator"
+            }
+            PathDenied::BadUtf8 => "path percent-encodes invalid or overlong UTF-8",
         }
     }
 }
@@ -148,8 +166,63 @@ fn hex(b: u8) -> Option<u8> {
     }
 }
 
-/// Checks one path segment's characters and percent-encodings.
-fn check_segment(seg: &str) -> Result<(), PathDenied> {
+/// Characters that Unicode normalisation (NFKC) or lenient decoders turn
+/// into `.`, `/` or `\`.
+const LOOK_ALIKES: &[char] = &[
+    '\u{2024}', // one dot leader
+    '\u{2025}', // two dot leader
+    '\u{2026}', // horizontal ellipsis
+    '\u{fe52}', // small full stop
+    '\u{ff0e}', // fullwidth full stop
+    '\u{2215}', // division slash
+    '\u{2044}', // fraction slash
+    '\u{fe68}', // small reverse solidus
+    '\u{ff0f}', // fullwidth solidus
+    '\u{ff3c}', // fullwidth reverse solidus
+    '\u{29f5}', // reverse solidus operator
+];
+
+/// Whether `seg` (already checked character by character) stays a plain,
+/// separator-free segment under the normalisations servers apply: its
+/// `;parameters` dropped, decoded once, whitespace trimmed, trailing dots
+/// trimmed.
+pub fn normalised_is_safe(seg: &str) -> Result<(), PathDenied> {
+    let base = seg.split(';').next().unwrap_or("");
+    let b = base.as_bytes();
+    let mut decoded = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && let (Some(hi), Some(lo)) = (
+                b.get(i + 1).and_then(|x| hex(*x)),
+                b.get(i + 2).and_then(|x| hex(*x)),
+            )
+        {
+            decoded.push(hi * 16 + lo);
+            i += 3;
+        } else {
+            decoded.push(b[i]);
+            i += 1;
+        }
+    }
+    let text = std::str::from_utf8(&decoded).map_err(|_| PathDenied::BadUtf8)?;
+    if text.chars().any(|c| LOOK_ALIKES.contains(&c)) {
+        return Err(PathDenied::Normalises);
+    }
+    // A server that decodes first and drops parameters after (`..%3b`).
+    let text = text.split(';').next().unwrap_or("");
+    let trimmed = text
+        .trim_matches(|c: char| c.is_whitespace())
+        .trim_end_matches(|c: char| c == '.' || c.is_whitespace());
+    if trimmed.is_empty() || trimmed == "." || trimmed.contains(['/', '\\']) {
+        return Err(PathDenied::Normalises);
+    }
+    Ok(())
+}
+
+/// Checks one path segment's characters and percent-encodings; `;` only
+/// when `parameters` is allowed.
+fn check_segment(seg: &str, parameters: bool) -> Result<(), PathDenied> {
     if seg.is_empty() {
         return Err(PathDenied::EmptySegment);
     }
@@ -186,9 +259,12 @@ fn check_segment(seg: &str) -> Result<(), PathDenied> {
         if !is_plain_pchar(c) {
             return Err(PathDenied::ForbiddenCharacter);
         }
+        if c == b';' && !parameters {
+            return Err(PathDenied::Parameter);
+        }
         i += 1;
     }
-    Ok(())
+    normalised_is_safe(seg)
 }
 
 /// Checks a query string: printable ASCII without `#`, with well-formed
@@ -214,8 +290,19 @@ fn check_query(q: &str) -> Result<(), PathDenied> {
     Ok(())
 }
 
-/// Splits and checks a guest's request target (`/path?query`).
+/// Splits and checks a guest's request target (`/path?query`), with `;`
+/// refused in the path.
 pub fn canonical_target(target: &str) -> Result<CanonicalTarget<'_>, PathDenied> {
+    canonical_target_with(target, false)
+}
+
+/// [`canonical_target`], with `;` path parameters allowed when
+/// `parameters` (a profile's `allow_path_parameters`); a segment must still
+/// be safe with its parameters dropped.
+pub fn canonical_target_with(
+    target: &str,
+    parameters: bool,
+) -> Result<CanonicalTarget<'_>, PathDenied> {
     if target.len() > MAX_TARGET_BYTES {
         return Err(PathDenied::TooLong);
     }
@@ -240,7 +327,7 @@ pub fn canonical_target(target: &str) -> Result<CanonicalTarget<'_>, PathDenied>
         return Err(PathDenied::TooManySegments);
     }
     for seg in &segments {
-        check_segment(seg)?;
+        check_segment(seg, parameters)?;
     }
     if let Some(q) = query {
         check_query(q)?;
@@ -415,6 +502,50 @@ mod tests {
         assert!(!allowed(t, "OPTIONS", "/v1/orders/1"));
         let long = format!("/v1/orders/{}", "a".repeat(MAX_TARGET_BYTES));
         assert!(!allowed(t, "GET", &long));
+    }
+
+    #[test]
+    fn segments_that_servers_normalise_are_denied() {
+        let t = "GET /v1/orders/*/items";
+        for target in [
+            "/v1/orders/..;/items",
+            "/v1/orders/..;x=1/items",
+            "/v1/orders/.;/items",
+            "/v1/orders/1;jsessionid=x/items",
+            "/v1/orders/..%20/items",
+            "/v1/orders/%20../items",
+            "/v1/orders/..%09/items",
+            "/v1/orders/.../items",
+            "/v1/orders/..../items",
+            "/v1/orders/.%20./items",
+            "/v1/orders/%c0%ae%c0%ae/items",
+            "/v1/orders/%C0%AE%C0%AE/items",
+            "/v1/orders/%e0%80%ae/items",
+            "/v1/orders/%c0%af/items",
+            "/v1/orders/%ff/items",
+            "/v1/orders/%ef%bc%8e%ef%bc%8e/items",
+            "/v1/orders/%e2%88%95/items",
+            "/v1/orders/%20/items",
+            "/v1/orders/..%3b/items",
+            "/v1/orders/..%3Bx/items",
+        ] {
+            assert!(!allowed(t, "GET", target), "{target:?} was allowed");
+        }
+        assert!(!allowed("GET /v1/items/*", "GET", "/v1/items/..;"));
+        // What stays a plain segment is still allowed.
+        assert!(allowed(t, "GET", "/v1/orders/42/items"));
+        assert!(allowed(t, "GET", "/v1/orders/caf%C3%A9/items"));
+        assert!(allowed(t, "GET", "/v1/orders/v1.2/items"));
+        // A profile that opts in to `;` gets parameters, never `..;`.
+        let tpl = RouteTemplate::parse(t).expect("template");
+        let with = |p: &str| {
+            canonical_target_with(p, true)
+                .map(|c| tpl.matches(Method::Get, &c))
+                .unwrap_or(false)
+        };
+        assert!(with("/v1/orders/1;v=2/items"));
+        assert!(!with("/v1/orders/..;/items"));
+        assert!(!with("/v1/orders/;x/items"));
     }
 
     #[test]

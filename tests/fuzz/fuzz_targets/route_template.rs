@@ -9,21 +9,7 @@
 use libfuzzer_sys::fuzz_target;
 use plimsoll::grant::route::{RouteTemplate, canonical_target};
 
-fn is_canonical_path(path: &str) -> bool {
-    let Some(rest) = path.strip_prefix('/') else {
-        return false;
-    };
-    let lower = path.to_ascii_lowercase();
-    rest.split('/')
-        .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
-        && !lower.contains("%2e")
-        && !lower.contains("%2f")
-        && !lower.contains("%5c")
-        && !lower.contains("%25")
-        && !path.contains('\\')
-        && !path.contains('#')
-        && path.bytes().all(|b| (0x21..0x7f).contains(&b))
-}
+include!("../../support/path_oracle.rs");
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else {
