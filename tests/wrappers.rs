@@ -255,9 +255,10 @@ async fn sessions_are_refused_rather_than_run_outside_the_wrapper() {
     assert_eq!(e.code, "sessions_unavailable");
 }
 
-/// Workers whose `/guests` is mounted from `images` (each test that signals
-/// workers has its own image directory, so it never hits another test's).
-fn worker_pids(images: &std::path::Path) -> Vec<i32> {
+/// Processes named one of `comms` whose `/guests` is mounted from
+/// `images` (each test that signals workers has its own image directory,
+/// so it never hits another test's).
+fn pids_with_guests(images: &std::path::Path, comms: &[&str]) -> Vec<(i32, String)> {
     let needle = images.display().to_string();
     let mut pids = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
@@ -265,7 +266,8 @@ fn worker_pids(images: &std::path::Path) -> Vec<i32> {
             continue;
         };
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        if comm.trim() != "plimsoll-worker" {
+        let comm = comm.trim().to_owned();
+        if !comms.contains(&comm.as_str()) {
             continue;
         }
         let mounts = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
@@ -273,10 +275,40 @@ fn worker_pids(images: &std::path::Path) -> Vec<i32> {
             .lines()
             .any(|l| l.contains(&needle) && l.contains(" /guests "))
         {
-            pids.push(pid);
+            pids.push((pid, comm));
         }
     }
     pids
+}
+
+/// Workers of `images`.
+fn worker_pids(images: &std::path::Path) -> Vec<i32> {
+    pids_with_guests(images, &["plimsoll-worker"])
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect()
+}
+
+/// Every process of a bwrap sandbox of `images`: the namespace's init (a
+/// `bwrap`) and the worker.
+fn sandbox_pids(images: &std::path::Path) -> Vec<(i32, String)> {
+    pids_with_guests(images, &["plimsoll-worker", "bwrap"])
+}
+
+/// Waits up to 5 s for no process of a sandbox of `images` to be left.
+async fn assert_no_sandbox_left(images: &std::path::Path, after: &str) {
+    let t = Instant::now();
+    loop {
+        let left = sandbox_pids(images);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "after {after}: processes of ended sandboxes are still alive: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -347,7 +379,29 @@ async fn a_worker_killed_or_stopped_mid_run_fails_only_that_run() {
             "after signal {signal}: {:?}",
             ok.error
         );
+        // Nothing of either sandbox is left: not the killed or stopped
+        // worker's namespace init, not the one that served `hello`.
+        assert_no_sandbox_left(&images, &format!("signal {signal}")).await;
     }
+    // A worker that hangs past its wall time is killed with its sandbox.
+    let hung = s
+        .run(&with_limits(
+            req("spin"),
+            Limits {
+                wall_time_ms: Some(300),
+                ..Limits::default()
+            },
+        ))
+        .await;
+    assert!(
+        matches!(hung.status, Status::Timeout | Status::WorkerLost),
+        "{:?}",
+        hung.status
+    );
+    assert_no_sandbox_left(&images, "a timed-out run").await;
+    // Dropping the provider (the supervisor going away) ends every sandbox.
+    drop(s);
+    assert_no_sandbox_left(&images, "the supervisor's end").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -569,7 +623,12 @@ async fn broker_calls_cross_to_the_supervisor_and_the_worker_never_holds_a_crede
     let outcomes: Vec<_> = r.calls.rows.iter().map(|c| c.outcome.as_str()).collect();
     assert_eq!(
         outcomes,
-        ["delivered", "denied", "credential_reflected", "credential_reflected"],
+        [
+            "delivered",
+            "denied",
+            "credential_reflected",
+            "credential_reflected"
+        ],
         "{:?}",
         r.calls
     );

@@ -99,12 +99,20 @@ impl Sandbox {
     /// inconsistent; never falls back to another provider.
     pub fn new(mut config: SandboxConfig) -> Result<Self, SandboxError> {
         config.envelope.validate()?;
-        if config.provider == ProviderKind::WasmMicrovm
-            && config.runtime.engine.cpu == crate::cpu::CpuTarget::Native
-        {
-            // The supervisor compiles the images a VM's worker loads: for
-            // the VM's CPU, not for this one (wrapper/microvm.rs).
-            config.runtime.engine.cpu = crate::wrapper::microvm::image_cpu();
+        if config.runtime.engine.cpu == crate::cpu::CpuTarget::Native {
+            // The supervisor compiles the images a worker loads: for the
+            // CPU the boundary shows it, not for this one. A VM's vCPU and
+            // gVisor's filtered CPUID are narrower than the host's
+            // (wrapper/microvm.rs, wrapper/gvisor.rs); bwrap's is the host's.
+            match config.provider {
+                ProviderKind::WasmMicrovm => {
+                    config.runtime.engine.cpu = crate::wrapper::microvm::image_cpu();
+                }
+                ProviderKind::WasmGvisor => {
+                    config.runtime.engine.cpu = crate::wrapper::gvisor::image_cpu();
+                }
+                _ => {}
+            }
         }
         if config.envelope.memory_bytes > config.runtime.engine.max_memory_bytes {
             return Err(SandboxError::PoolTooSmall {
@@ -137,10 +145,11 @@ impl Sandbox {
             kind @ (ProviderKind::WasmBwrap
             | ProviderKind::WasmGvisor
             | ProviderKind::WasmMicrovm) => {
-                let image_dir =
-                    config.workers.image_dir.clone().unwrap_or_else(|| {
-                        crate::config::default_state_dir().join("worker-images")
-                    });
+                let image_dir = config
+                    .workers
+                    .image_dir
+                    .clone()
+                    .unwrap_or_else(|| crate::paths::default_state_dir().join("worker-images"));
                 let guests: Vec<Guest> = interpreters.values().cloned().collect();
                 Arc::new(
                     crate::provider::WrappedProvider::start(

@@ -274,6 +274,10 @@ struct Shared {
 /// The background thread: instantiates until each requested guest has
 /// `depth` ready instances. Ends when the runtime is gone (its pool, and so
 /// the sender, dropped).
+/// Attempts after a failed instantiation before a refill request is
+/// dropped (20, 40, … ms apart: about 0.3 s in all).
+const REFILL_RETRIES: u32 = 4;
+
 fn refill_loop(runtime: Weak<RuntimeInner>, shared: Shared, requests: Receiver<Guest>) {
     let Shared {
         limits,
@@ -290,6 +294,7 @@ fn refill_loop(runtime: Weak<RuntimeInner>, shared: Shared, requests: Receiver<G
         return;
     };
     while let Ok(guest) = requests.recv() {
+        let mut failures = 0u32;
         loop {
             // Wait for a quiet moment (see QUIET); give up on this request
             // if the runtime goes away meanwhile.
@@ -299,7 +304,7 @@ fn refill_loop(runtime: Weak<RuntimeInner>, shared: Shared, requests: Receiver<G
                 }
                 std::thread::sleep(Duration::from_millis(1));
             }
-            let _making = lock(&making);
+            let making_now = lock(&making);
             let have = lock(&ready).get(guest.identity()).map_or(0, Vec::len);
             if have >= depth || suspended.load(Ordering::Acquire) {
                 break;
@@ -350,8 +355,17 @@ fn refill_loop(runtime: Weak<RuntimeInner>, shared: Shared, requests: Receiver<G
                             made_under,
                         })
                 }
-                // No free slot, or the guest cannot start without running
-                // code: leave it to the runs themselves.
+                // No free slot yet (the run that asked may still be
+                // handing its own back through the reaper), or the guest
+                // cannot start without running code: try a few more
+                // times, a little later each, then leave it to the runs.
+                Err(_) if failures < REFILL_RETRIES => {
+                    failures += 1;
+                    // Not while holding `making`: a run that found no
+                    // free slot waits on it in `release_all`.
+                    drop(making_now);
+                    std::thread::sleep(Duration::from_millis(20 * u64::from(failures)));
+                }
                 Err(_) => break,
             }
         }

@@ -6,7 +6,6 @@
 //! It is this daemon's observation, not a third party's attestation.
 
 use crate::tier::EvidenceCheck;
-use serde::{Deserialize, Serialize};
 
 /// Paths the worker tries to write; only the workspace root may succeed.
 pub const WRITE_PROBES: &[&str] = &[
@@ -16,55 +15,62 @@ pub const WRITE_PROBES: &[&str] = &[
 /// The workspace root inside every wrapper.
 pub const WORK_ROOT: &str = "/work";
 
-/// What a worker saw.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Observation {
-    pub uid: u32,
-    pub gid: u32,
-    /// Names of the environment variables (never their values).
-    pub env_vars: Vec<String>,
-    /// Network interfaces (from `/proc/net/dev`, else `/sys/class/net`).
-    pub net_interfaces: Vec<String>,
-    /// Whether the interface list could be read at all.
-    pub net_readable: bool,
-    /// Paths from [`WRITE_PROBES`] (and the workspace root) that accepted a
-    /// new file.
-    pub writable: Vec<String>,
-    /// Whether the workspace root accepted a new file.
-    pub work_writable: bool,
-    /// `Seccomp:` of `/proc/self/status` (2 = filter), if present.
-    pub seccomp: Option<u32>,
-    /// `NoNewPrivs:` of `/proc/self/status`.
-    pub no_new_privs: Option<u32>,
-    /// `CapEff:` of `/proc/self/status`, hex.
-    pub cap_eff: Option<String>,
-    /// Our pid (1 or small in a fresh pid namespace).
-    pub pid: u32,
-    /// Processes visible in `/proc`.
-    pub visible_pids: usize,
-    /// `uname -srv`.
-    pub kernel: String,
-    /// RLIMIT_NOFILE and RLIMIT_FSIZE soft limits (`None` = unlimited).
-    pub nofile: Option<u64>,
-    pub fsize: Option<u64>,
-    /// Whether `/etc/passwd` of the host can be read.
-    pub host_passwd_readable: bool,
-    /// `/proc/sys/kernel/random/boot_id`: a VM has a boot of its own.
-    pub boot_id: String,
-    /// Whether the CPU says it runs under a hypervisor (`hypervisor` in
-    /// `/proc/cpuinfo`).
-    pub cpu_hypervisor: bool,
-    /// The kernel's available clock sources (`kvm-clock` only under KVM).
-    pub clocksources: String,
-    /// The wall clock as the worker reads it (seconds since the epoch): a
-    /// VM keeps its own, which guests read through WASI.
-    pub wall_clock_unix: u64,
-    /// The x86-64 features wasmtime can use that this CPU has
-    /// ([`crate::cpu::detected_features`]): the guest images must need
-    /// none outside them.
-    #[serde(default)]
-    pub cpu_features: Vec<String>,
+pub use crate::worker::protocol::Observation;
+
+/// Most descriptors listed in an observation.
+pub const MAX_LISTED_FDS: usize = 64;
+
+fn open_fds() -> Vec<String> {
+    let mut out = Vec::new();
+    let pid = std::process::id();
+    let Ok(rd) = std::fs::read_dir("/proc/self/fd") else {
+        return out;
+    };
+    let mut entries: Vec<(u32, String)> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let n: u32 = e.file_name().to_str()?.parse().ok()?;
+            let target = std::fs::read_link(e.path())
+                .map(|t| t.to_string_lossy().chars().take(160).collect())
+                .unwrap_or_else(|_| "?".into());
+            Some((n, target))
+        })
+        .collect();
+    entries.sort();
+    for (n, target) in entries {
+        // The listing's own directory descriptor.
+        if target == format!("/proc/{pid}/fd") || target == "/proc/self/fd" {
+            continue;
+        }
+        if out.len() >= MAX_LISTED_FDS {
+            out.push("…".into());
+            break;
+        }
+        out.push(format!("{n} -> {target}"));
+    }
+    out
+}
+
+/// Whether descriptor `entry` (`N -> target`) is one a worker is expected
+/// to hold: stdio, its engine's own (epoll/eventfd/timerfd, the socket
+/// pair tokio's signal driver makes, pipes), its guest images, its own
+/// page map, wasmtime's memory-image memfd.
+pub fn expected_fd(entry: &str, pid: u32) -> bool {
+    let Some((n, target)) = entry.split_once(" -> ") else {
+        return false;
+    };
+    if matches!(n, "0" | "1" | "2") {
+        return true;
+    }
+    target.starts_with("pipe:")
+        || target.starts_with("socket:")
+        || matches!(
+            target,
+            "anon_inode:[eventpoll]" | "anon_inode:[eventfd]" | "anon_inode:[timerfd]"
+        )
+        || (target.starts_with("/guests/") && target.ends_with(".cwasm"))
+        || target == format!("/proc/{pid}/pagemap")
+        || target.starts_with("/memfd:wasm-memory-image")
 }
 
 fn status_field(status: &str, name: &str) -> Option<String> {
@@ -193,6 +199,7 @@ pub fn observe() -> Observation {
         .unwrap_or_default(),
         wall_clock_unix: unix_now(),
         cpu_features: crate::cpu::detected_features(),
+        open_fds: open_fds(),
     }
 }
 
@@ -411,6 +418,28 @@ pub fn judge(o: &Observation, want: &Expectations) -> Vec<EvidenceCheck> {
             ),
         );
     }
+    let unexpected: Vec<&str> = o
+        .open_fds
+        .iter()
+        .filter(|e| !expected_fd(e, o.pid))
+        .map(String::as_str)
+        .collect();
+    check(
+        "descriptors",
+        unexpected.is_empty(),
+        if unexpected.is_empty() {
+            format!(
+                "{} open, all expected (stdio, the engine's own, guest images)",
+                o.open_fds.len()
+            )
+        } else {
+            format!(
+                "{} open; unexpected: {}",
+                o.open_fds.len(),
+                unexpected.join(", ")
+            )
+        },
+    );
     check(
         "limits",
         o.nofile.is_some_and(|n| n <= 4096),

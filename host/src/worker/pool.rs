@@ -82,15 +82,74 @@ pub struct Worker {
     stdin: ChildStdin,
     stdout: ChildStdout,
     cleanup: Option<Box<dyn FnOnce() + Send>>,
+    /// pidfds of the processes the boundary started under the child (for
+    /// bubblewrap: the pid namespace's init and the worker), taken when
+    /// the worker said it was ready.
+    sandbox: Vec<std::os::fd::OwnedFd>,
 }
 
 impl Drop for Worker {
     fn drop(&mut self) {
+        // The whole sandbox ends with the worker: the namespace's init
+        // first (its death kills every process of its pid namespace,
+        // stopped or not), then the outer process. A pidfd names exactly
+        // the process it was opened for, so a reused pid is never hit.
+        for fd in &self.sandbox {
+            use std::os::fd::AsRawFd;
+            // SAFETY: pidfd_send_signal on a pidfd this worker owns.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0u32,
+                );
+            }
+        }
         let _ = self.child.start_kill();
         if let Some(c) = self.cleanup.take() {
             c();
         }
     }
+}
+
+/// Most descendants of one worker's outer process that are tracked.
+const MAX_SANDBOX_PROCESSES: usize = 16;
+
+/// pidfds of the descendants of `pid` (children first), from
+/// `/proc/PID/task/*/children`, at most [`MAX_SANDBOX_PROCESSES`].
+fn descendants(pid: u32) -> Vec<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let mut out = Vec::new();
+    let mut queue = std::collections::VecDeque::from([pid]);
+    while let Some(p) = queue.pop_front() {
+        let tasks = std::fs::read_dir(format!("/proc/{p}/task"))
+            .into_iter()
+            .flatten()
+            .flatten();
+        for t in tasks {
+            let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            for c in children
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok())
+            {
+                if out.len() >= MAX_SANDBOX_PROCESSES {
+                    return out;
+                }
+                // SAFETY: pidfd_open has no memory arguments.
+                let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, c, 0u32) };
+                if let Ok(fd) = i32::try_from(fd)
+                    && fd >= 0
+                {
+                    // SAFETY: a fresh descriptor this process owns.
+                    out.push(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) });
+                    queue.push_back(c);
+                }
+            }
+        }
+    }
+    out
 }
 
 impl Worker {
@@ -121,9 +180,15 @@ impl Worker {
             stdin,
             stdout,
             cleanup: prepared.cleanup,
+            sandbox: Vec::new(),
         };
         match w.handshake(engine, guests).await {
-            Ok(()) => Ok(w),
+            Ok(()) => {
+                if let Some(pid) = w.child.id() {
+                    w.sandbox = descendants(pid);
+                }
+                Ok(w)
+            }
             Err(e) => {
                 // Quote the wrapper tool's own words before the worker (and
                 // with it the diagnostics file) is cleaned up.

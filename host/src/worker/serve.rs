@@ -9,13 +9,13 @@ use crate::broker::RemoteLink;
 use crate::engine::EngineOptions;
 use crate::executor::{BrokerSide, execute_with};
 use crate::guest::Guest;
-use crate::provider::BoxFuture;
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::tier::{Evidence, Isolation, Tier};
 use crate::worker::observe::{WORK_ROOT, observe};
 use crate::worker::protocol::{
     FromWorker, PROTOCOL_VERSION, ToWorker, WireCallError, read_blocking, write_blocking,
 };
+use futures::future::BoxFuture;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -75,6 +75,33 @@ impl RemoteLink for Link {
     }
 }
 
+/// Closes every descriptor but stdin, stdout and stderr: whatever the
+/// boundary's tools left open (a worker starts with exactly the frame
+/// pipes and stderr; the smoke test lists what it holds after that).
+fn close_inherited() {
+    // SAFETY: close_range on descriptors this process has not opened for
+    // itself yet (nothing of the worker's own is open before this).
+    let r = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+    if r != 0 {
+        // An older kernel (or gVisor) without close_range: close them one
+        // by one, up to the descriptor limit.
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes into the struct we own.
+        let max = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+            lim.rlim_cur.min(65536) as libc::c_int
+        } else {
+            4096
+        };
+        for fd in 3..max {
+            // SAFETY: closing a descriptor number; EBADF for unused ones.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
 fn fail(out: &Out, message: &str) -> std::process::ExitCode {
     let _ = out.send(&FromWorker::Failed {
         message: message.to_owned(),
@@ -85,6 +112,7 @@ fn fail(out: &Out, message: &str) -> std::process::ExitCode {
 /// The worker's main loop. Returns when the run is done or the supervisor
 /// hangs up.
 pub fn main() -> std::process::ExitCode {
+    close_inherited();
     let stdout = Arc::new(Mutex::new(std::io::stdout()));
     let out = Out(stdout.clone());
     let mut stdin = std::io::stdin();

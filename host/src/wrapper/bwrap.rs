@@ -60,11 +60,17 @@ impl Bwrap {
     }
 }
 
+/// The descriptor number bubblewrap is told to read the filter from. Each
+/// spawn's own filter is `dup2`ed onto it in the child, between fork and
+/// exec; the memfd itself is close-on-exec, so no other worker spawned
+/// while it is open inherits it.
+const SECCOMP_FD: libc::c_int = 3;
+
 fn memfd_with(bytes: &[u8]) -> Result<OwnedFd, WrapperError> {
     let name = c"plimsoll-seccomp";
-    // SAFETY: memfd_create with a valid C string; no MFD_CLOEXEC, because
-    // the child must inherit it.
-    let fd = unsafe { libc::memfd_create(name.as_ptr(), 0) };
+    // SAFETY: memfd_create with a valid C string. Close-on-exec: only the
+    // child it is made for gets it, through `dup2` in `pre_exec`.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
         return Err(WrapperError::Setup(format!(
             "memfd_create: {}",
@@ -130,17 +136,26 @@ impl Wrapper for Bwrap {
         // /dev is bubblewrap's own tmpfs (with /dev/shm on it): read-only
         // like the root.
         c.args(["--remount-ro", "/", "--remount-ro", "/dev"]);
-        c.arg("--seccomp").arg(fd.as_raw_fd().to_string());
+        c.arg("--seccomp").arg(SECCOMP_FD.to_string());
         c.args(["--chdir", "/", "/plimsoll-worker"]);
         c.env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(super::worker_stderr())
             .kill_on_drop(true);
-        // SAFETY: setrlimit is async-signal-safe; it only lowers limits of
-        // the child before exec.
+        let filter_fd = fd.as_raw_fd();
+        // SAFETY: dup2, fcntl and setrlimit are async-signal-safe; they only
+        // touch the child's own descriptor table and limits before exec.
         unsafe {
-            c.pre_exec(|| {
+            c.pre_exec(move || {
+                if filter_fd == SECCOMP_FD {
+                    // Already there: just let it survive exec.
+                    if libc::fcntl(SECCOMP_FD, libc::F_SETFD, 0) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                } else if libc::dup2(filter_fd, SECCOMP_FD) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
                 let set = |res, v: u64| {
                     let r = libc::rlimit {
                         rlim_cur: v,
