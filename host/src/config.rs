@@ -12,11 +12,7 @@ use std::path::PathBuf;
 
 /// The operator-wide isolation floor.
 pub const MIN_ISOLATION_ENV: &str = "SANDBOX_MIN_ISOLATION";
-/// Where state lives: the component cache (and workspaces, unless
-/// `PLIMSOLL_WORK_DIR` or a tmpfs says otherwise).
-pub const STATE_DIR_ENV: &str = "PLIMSOLL_STATE_DIR";
-/// Where run workspaces are created.
-pub const WORK_DIR_ENV: &str = "PLIMSOLL_WORK_DIR";
+pub use crate::paths::{STATE_DIR_ENV, WORK_DIR_ENV};
 /// Where precompiled components are cached (default `<state>/components`).
 pub const CACHE_DIR_ENV: &str = "PLIMSOLL_CACHE_DIR";
 /// A JSON file holding the operator's whole envelope (every field).
@@ -87,41 +83,7 @@ fn var(name: &'static str) -> Result<Option<String>, ConfigError> {
     }
 }
 
-/// The default state directory: `$PLIMSOLL_STATE_DIR`, else
-/// `$XDG_STATE_HOME/plimsoll`, else `~/.local/state/plimsoll`, else a
-/// per-user directory under the system temp dir.
-pub fn default_state_dir() -> PathBuf {
-    if let Some(p) = std::env::var_os(STATE_DIR_ENV).filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    if let Some(p) = std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p).join("plimsoll");
-    }
-    if let Some(h) = std::env::var_os("HOME").filter(|p| !p.is_empty()) {
-        return PathBuf::from(h).join(".local/state/plimsoll");
-    }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    std::env::temp_dir().join(format!("plimsoll-{uid}"))
-}
-
-/// The default workspace root: `$PLIMSOLL_WORK_DIR`, else a per-user
-/// directory on the `/dev/shm` tmpfs when there is one (workspaces are
-/// small and short-lived; creating and removing them on a disk costs more
-/// than running a small guest), else `<state>/work`.
-pub fn default_work_dir(state: &std::path::Path) -> PathBuf {
-    if let Some(p) = std::env::var_os(WORK_DIR_ENV).filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let shm = std::path::Path::new("/dev/shm");
-    if shm.is_dir() {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let uid = unsafe { libc::geteuid() };
-        // The runtime checks that this directory is ours before using it.
-        return shm.join(format!("plimsoll-{uid}")).join("work");
-    }
-    state.join("work")
-}
+pub use crate::paths::{default_state_dir, default_work_dir};
 
 /// Reads an operator envelope: a JSON object with every field of
 /// [`crate::Envelope`] and nothing else, each within the host's hard

@@ -34,8 +34,11 @@ mod executor;
 pub mod grant;
 pub mod guest;
 mod http_gate;
+#[cfg(test)]
+mod layers;
 pub mod limiter;
 pub mod output;
+pub mod paths;
 pub mod preinit;
 pub mod provider;
 pub mod reaper;
@@ -51,6 +54,7 @@ pub mod upstream;
 pub mod warm;
 pub mod worker;
 pub mod workspace;
+mod workspace_usage;
 pub mod wrapper;
 
 pub use blob::Blob;

@@ -6,7 +6,6 @@
 //! to the cap is kept.
 
 use bytes::Bytes;
-use serde::{Serialize, Serializer};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
@@ -41,29 +40,7 @@ pub struct CappedOutput {
     state: Arc<Mutex<State>>,
 }
 
-/// What a run wrote to one stream.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Captured {
-    /// The bytes, at most the cap.
-    pub bytes: Vec<u8>,
-    /// Whether the guest tried to write more than the cap.
-    pub truncated: bool,
-}
-
-impl Captured {
-    /// The bytes as text; invalid UTF-8 is replaced, never rejected.
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.bytes).into_owned()
-    }
-}
-
-impl Serialize for Captured {
-    /// Serialised as text (lossy UTF-8): JSON has no byte strings, and the
-    /// CLI prints the raw bytes instead.
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&String::from_utf8_lossy(&self.bytes))
-    }
-}
+pub use crate::run::Captured;
 
 impl CappedOutput {
     /// A stream named `name` (for error messages) that keeps `cap` bytes.

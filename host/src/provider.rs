@@ -13,8 +13,6 @@ use crate::run::{RunRequest, RunResult};
 use crate::runtime::Runtime;
 use crate::tier::{Evidence, EvidenceCheck, Isolation, Tier};
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::str::FromStr;
 
 /// The environment variable that selects the provider.
@@ -73,8 +71,9 @@ impl FromStr for ProviderKind {
     }
 }
 
-/// A boxed future, so that providers can be trait objects.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed future, so that providers can be trait objects (the `futures`
+/// crate's, re-exported under its old name here).
+pub use futures::future::BoxFuture;
 
 /// What runs guests. Implementations must report, in `isolation`, only a
 /// boundary they have verified.

@@ -27,7 +27,7 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             engine: EngineOptions::default(),
             cache_dir: None,
-            workspace_dir: crate::config::default_work_dir(&crate::config::default_state_dir()),
+            workspace_dir: crate::paths::default_work_dir(&crate::paths::default_state_dir()),
         }
     }
 }

@@ -22,7 +22,7 @@
 //! directory it could not watch, more directories than it watches, or a
 //! walk that stopped early.
 
-use crate::workspace::WorkspaceUsage;
+use crate::workspace_usage::WorkspaceUsage;
 use rustix::fs::inotify;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 

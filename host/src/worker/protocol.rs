@@ -15,7 +15,6 @@ use crate::bindings::broker::{CallError, Request, Response};
 use crate::blob::Blob;
 use crate::envelope::Envelope;
 use crate::run::{RunRequest, RunResult};
-use crate::worker::observe::Observation;
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 
@@ -304,6 +303,64 @@ pub async fn write_async<T: Serialize>(
     w.write_all(&encode(msg)?).await?;
     w.flush().await?;
     Ok(())
+}
+
+/// The name the supervisor gives the virtio-serial port.
+pub const PORT_NAME: &str = "plimsoll.0";
+
+/// What a worker saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Observation {
+    pub uid: u32,
+    pub gid: u32,
+    /// Names of the environment variables (never their values).
+    pub env_vars: Vec<String>,
+    /// Network interfaces (from `/proc/net/dev`, else `/sys/class/net`).
+    pub net_interfaces: Vec<String>,
+    /// Whether the interface list could be read at all.
+    pub net_readable: bool,
+    /// Paths from [`crate::worker::observe::WRITE_PROBES`] (and the workspace root) that accepted a
+    /// new file.
+    pub writable: Vec<String>,
+    /// Whether the workspace root accepted a new file.
+    pub work_writable: bool,
+    /// `Seccomp:` of `/proc/self/status` (2 = filter), if present.
+    pub seccomp: Option<u32>,
+    /// `NoNewPrivs:` of `/proc/self/status`.
+    pub no_new_privs: Option<u32>,
+    /// `CapEff:` of `/proc/self/status`, hex.
+    pub cap_eff: Option<String>,
+    /// Our pid (1 or small in a fresh pid namespace).
+    pub pid: u32,
+    /// Processes visible in `/proc`.
+    pub visible_pids: usize,
+    /// `uname -srv`.
+    pub kernel: String,
+    /// RLIMIT_NOFILE and RLIMIT_FSIZE soft limits (`None` = unlimited).
+    pub nofile: Option<u64>,
+    pub fsize: Option<u64>,
+    /// Whether `/etc/passwd` of the host can be read.
+    pub host_passwd_readable: bool,
+    /// `/proc/sys/kernel/random/boot_id`: a VM has a boot of its own.
+    pub boot_id: String,
+    /// Whether the CPU says it runs under a hypervisor (`hypervisor` in
+    /// `/proc/cpuinfo`).
+    pub cpu_hypervisor: bool,
+    /// The kernel's available clock sources (`kvm-clock` only under KVM).
+    pub clocksources: String,
+    /// The wall clock as the worker reads it (seconds since the epoch): a
+    /// VM keeps its own, which guests read through WASI.
+    pub wall_clock_unix: u64,
+    /// The x86-64 features wasmtime can use that this CPU has
+    /// ([`crate::cpu::detected_features`]): the guest images must need
+    /// none outside them.
+    #[serde(default)]
+    pub cpu_features: Vec<String>,
+    /// The worker's open descriptors as `N -> target` (from
+    /// `/proc/self/fd`; at most 64, each target cut at 160 characters).
+    #[serde(default)]
+    pub open_fds: Vec<String>,
 }
 
 #[cfg(test)]

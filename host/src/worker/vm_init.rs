@@ -25,8 +25,7 @@ use crate::worker::observe::WORK_ROOT;
 use std::ffi::CString;
 use std::time::{Duration, Instant};
 
-/// The name the supervisor gives the virtio-serial port.
-pub const PORT_NAME: &str = "plimsoll.0";
+pub use crate::worker::protocol::PORT_NAME;
 
 /// Whether this process is a VM's init: pid 1, started as `/init` (the
 /// kernel's `rdinit`). Pid 1 alone is not enough: under gVisor the worker

@@ -28,11 +28,11 @@
 //! `PLIMSOLL_MICROVM_WORKER`, else the musl build next to the target
 //! directory of the normal worker.
 
-use crate::cpu::CpuTarget;
 use super::{Launch, Prepared, Wrapper, WrapperError};
+use crate::cpu::CpuTarget;
 use crate::tier::Tier;
 use crate::worker::observe::{Expectations, VmExpectations, boot_id};
-use crate::worker::vm_init::PORT_NAME;
+use crate::worker::protocol::PORT_NAME;
 use crate::wrapper::initramfs::Archive;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
