@@ -29,7 +29,7 @@ use tokio::sync::{Semaphore, oneshot, watch};
 use tokio_rustls::TlsAcceptor;
 
 /// The default [`ConnLimits::max_unauthenticated_per_peer`].
-pub const DEFAULT_UNAUTHENTICATED_PER_PEER: usize = 64;
+pub const DEFAULT_UNAUTHENTICATED_PER_PEER: usize = 128;
 
 /// Per-listener limits.
 #[derive(Debug, Clone, Copy)]

@@ -142,7 +142,9 @@ struct RunArgs {
     language: Option<String>,
     /// A file whose contents are the guest's stdin; `-` is this process's
     /// standard input. Without it, piped or redirected standard input
-    /// reaches the guest (a terminal never does).
+    /// reaches the guest (a terminal never does). Standard input is read to
+    /// its end before the run starts: under a parent that keeps a pipe
+    /// open, pass `--stdin /dev/null`.
     #[arg(long)]
     stdin: Option<PathBuf>,
     /// For an interpreter component: a file holding the code to evaluate.
