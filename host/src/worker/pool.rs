@@ -801,3 +801,101 @@ fn create_image_dir(dir: &Path) -> std::io::Result<()> {
     // this user writes them.
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::{Artifact, RefusedArtifact};
+    use crate::tier::{Evidence, Isolation, Tier};
+
+    fn result() -> RunResult {
+        let iso = Isolation {
+            tier: Tier::Container,
+            provider: "wasm+bwrap".into(),
+            wrapper: Some("bwrap".into()),
+            evidence: Evidence {
+                observed_at_unix: 0,
+                summary: String::new(),
+                checks: Vec::new(),
+            },
+        };
+        RunResult::refused("r".into(), iso, "x", "y")
+    }
+
+    fn artifact(path: &str, content: &str, claimed: u64) -> Artifact {
+        Artifact {
+            path: path.into(),
+            size: claimed,
+            sha256: "f".repeat(64),
+            content: content.into(),
+        }
+    }
+
+    /// What a lying worker reports is re-capped to the envelope and
+    /// re-checked: outputs, paths, sizes, hashes, counts, error texts.
+    #[test]
+    fn sanitize_recaps_what_a_worker_claims() {
+        let env = Envelope {
+            stdout_bytes: 4,
+            stderr_bytes: 2,
+            result_bytes: 3,
+            artifact_files: 2,
+            artifact_bytes: 5,
+            ..Envelope::default()
+        };
+        let mut r = result();
+        r.stdout = "héllo world".into();
+        r.stderr = "errors".into();
+        r.result = Some("123456".into());
+        r.artifacts = vec![
+            artifact("../../etc/passwd", "root:x", 1),
+            artifact("ok.txt", "abc", 999),
+            artifact("two.txt", "defg", 0),
+            artifact("three.txt", "h", 0),
+        ];
+        r.artifacts_refused = (0..10)
+            .map(|i| RefusedArtifact {
+                path: format!("{}{i}", "p".repeat(1000)),
+                reason: "r".repeat(500),
+            })
+            .collect();
+        if let Some(e) = &mut r.error {
+            e.code = "c".repeat(1000);
+            e.message = "m".repeat(10_000);
+        }
+        sanitize(&mut r, &env);
+        // "hé" is 3 bytes; cutting at 4 would split nothing, at a char
+        // boundary always.
+        assert!(r.stdout.len() <= 4 && r.stdout_truncated, "{:?}", r.stdout);
+        assert_eq!(r.stderr, "er");
+        assert!(r.stderr_truncated);
+        assert_eq!(r.result.as_deref(), Some("123"));
+        assert!(r.result_truncated);
+        let paths: Vec<&str> = r.artifacts.iter().map(|a| a.path.as_str()).collect();
+        // The escaping path is refused; of the rest, at most 2 files and
+        // 5 bytes.
+        assert_eq!(paths, ["ok.txt"], "{paths:?}");
+        assert!(r.artifacts_truncated);
+        let ok = &r.artifacts[0];
+        assert_eq!(ok.size, 3, "the size is recomputed");
+        assert_eq!(
+            ok.sha256,
+            crate::component_cache::content_hash(b"abc"),
+            "the hash is recomputed"
+        );
+        assert!(
+            r.artifacts_refused
+                .iter()
+                .any(|a| a.reason == "invalid_path_from_worker")
+        );
+        assert!(r.artifacts_refused.len() <= 3);
+        assert!(
+            r.artifacts_refused
+                .iter()
+                .all(|a| a.path.chars().count() <= 256 && a.reason.chars().count() <= 64)
+        );
+        let e = r.error.as_ref().expect("error kept");
+        assert!(e.code.chars().count() <= 64 && e.message.chars().count() <= 2048);
+        assert_eq!(r.stdout_bytes, r.stdout.as_bytes());
+    }
+}
