@@ -391,8 +391,34 @@ pub(crate) struct Classified {
     pub(crate) reusable: bool,
 }
 
+/// What the host knows of how a call ended, besides the call's own
+/// outcome: the facts [`classify`] reads from the store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct StopFacts {
+    /// Why the host stopped the run from the outside, if it did.
+    pub(crate) stop: Option<StopReason>,
+    /// Whether the limiter refused a memory (or table) growth.
+    pub(crate) memory_refused: bool,
+}
+
+impl StopFacts {
+    /// The facts of a store's run.
+    pub(crate) fn of(state: &RunState) -> StopFacts {
+        StopFacts {
+            stop: state.stop,
+            memory_refused: state.limiter.refused_growth(),
+        }
+    }
+}
+
 /// Turns a call's outcome and the store's state into a status.
 pub(crate) fn classify(inv: Invocation, state: &RunState) -> Classified {
+    classify_facts(inv, StopFacts::of(state))
+}
+
+/// [`classify`] as a pure function of the call's outcome and the stop
+/// facts.
+pub(crate) fn classify_facts(inv: Invocation, facts: StopFacts) -> Classified {
     let mut c = Classified {
         status: Status::Ok,
         exit_code: None,
@@ -437,11 +463,11 @@ pub(crate) fn classify(inv: Invocation, state: &RunState) -> Classified {
             c.reusable = true;
             set_err(&mut c, Status::Error, "guest_error", msg);
         }
-        Invocation::Returned(Err(e)) => classify_error(&mut c, &e, state, set_err),
+        Invocation::Returned(Err(e)) => classify_error(&mut c, &e, facts, set_err),
     }
     // A run that failed after the limiter refused memory failed for want of
     // memory, whatever the guest did with the refusal.
-    if c.status != Status::Ok && c.status != Status::Timeout && state.limiter.refused_growth() {
+    if c.status != Status::Ok && c.status != Status::Timeout && facts.memory_refused {
         c.reusable = c.status == Status::Error;
         set_err(
             &mut c,
@@ -456,7 +482,7 @@ pub(crate) fn classify(inv: Invocation, state: &RunState) -> Classified {
 fn classify_error(
     c: &mut Classified,
     e: &wasmtime::Error,
-    state: &RunState,
+    facts: StopFacts,
     set_err: impl Fn(&mut Classified, Status, &str, String),
 ) {
     if let Some(exit) = e.downcast_ref::<I32Exit>() {
@@ -473,7 +499,7 @@ fn classify_error(
         }
         return;
     }
-    match state.stop {
+    match facts.stop {
         Some(StopReason::Timeout) => {
             return set_err(
                 c,
@@ -747,4 +773,116 @@ pub(crate) fn report(
         memory_peak_bytes,
     };
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(stop: Option<StopReason>, memory_refused: bool) -> StopFacts {
+        StopFacts {
+            stop,
+            memory_refused,
+        }
+    }
+
+    fn status(inv: Invocation, f: StopFacts) -> (Status, Option<String>, bool) {
+        let c = classify_facts(inv, f);
+        (c.status, c.error.map(|e| e.code), c.reusable)
+    }
+
+    #[test]
+    fn how_a_call_ended_decides_the_status() {
+        let none = StopFacts::default();
+        assert_eq!(
+            status(Invocation::Returned(Ok(CallValue::Run(true))), none),
+            (Status::Ok, None, true)
+        );
+        assert_eq!(
+            status(Invocation::Returned(Ok(CallValue::Run(false))), none),
+            (Status::Error, Some("guest_error".into()), false)
+        );
+        assert_eq!(
+            status(
+                Invocation::Returned(Ok(CallValue::Eval(Ok("2".into())))),
+                none
+            ),
+            (Status::Ok, None, true)
+        );
+        assert_eq!(
+            status(
+                Invocation::Returned(Ok(CallValue::Eval(Err("boom".into())))),
+                none
+            ),
+            (Status::Error, Some("guest_error".into()), true)
+        );
+        assert_eq!(
+            status(Invocation::OuterTimeout, none),
+            (Status::Timeout, Some("timeout".into()), false)
+        );
+        let exit = |code| Invocation::Returned(Err(wasmtime::Error::new(I32Exit(code))));
+        assert_eq!(status(exit(0), none).0, Status::Ok);
+        assert_eq!(
+            status(exit(3), none),
+            (Status::Error, Some("guest_error".into()), false)
+        );
+        let trap = |t| Invocation::Returned(Err(wasmtime::Error::new(t)));
+        assert_eq!(status(trap(Trap::OutOfFuel), none).0, Status::CpuExhausted);
+        assert_eq!(status(trap(Trap::Interrupt), none).0, Status::Timeout);
+        assert_eq!(
+            status(trap(Trap::UnreachableCodeReached), none),
+            (Status::Trap, Some("trap".into()), false)
+        );
+    }
+
+    #[test]
+    fn the_hosts_stop_facts_take_precedence() {
+        let trap = || Invocation::Returned(Err(wasmtime::Error::new(Trap::Interrupt)));
+        // An interrupt the host caused for the workspace is disk, not time.
+        assert_eq!(
+            status(trap(), facts(Some(StopReason::Disk), false)).0,
+            Status::DiskExhausted
+        );
+        assert_eq!(
+            status(trap(), facts(Some(StopReason::Timeout), false)).0,
+            Status::Timeout
+        );
+        // A failure after a refused growth is memory, whatever the guest
+        // made of the refusal; a guest error stays reusable.
+        assert_eq!(
+            status(
+                Invocation::Returned(Err(wasmtime::Error::new(Trap::UnreachableCodeReached))),
+                facts(None, true)
+            ),
+            (
+                Status::MemoryExhausted,
+                Some("memory_exhausted".into()),
+                false
+            )
+        );
+        assert_eq!(
+            status(
+                Invocation::Returned(Ok(CallValue::Eval(Err("MemoryError".into())))),
+                facts(None, true)
+            ),
+            (
+                Status::MemoryExhausted,
+                Some("memory_exhausted".into()),
+                true
+            )
+        );
+        // Success and a wall-time stop are not rewritten.
+        assert_eq!(
+            status(
+                Invocation::Returned(Ok(CallValue::Run(true))),
+                facts(None, true)
+            )
+            .0,
+            Status::Ok
+        );
+        assert_eq!(
+            status(Invocation::OuterTimeout, facts(None, true)).0,
+            Status::Timeout
+        );
+    }
 }
