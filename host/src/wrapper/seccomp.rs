@@ -6,9 +6,9 @@
 //! pair, which tokio's signal driver makes to itself), no ptrace, no mount,
 //! no bpf, no keyring, no process creation beyond threads:
 //!
-//! * `clone` only without any `CLONE_NEW*` flag (threads; no namespaces,
-//!   which would give an escaped guest more kernel surface), `unshare` and
-//!   `setns` not at all;
+//! * `clone` only with `CLONE_THREAD` and without any `CLONE_NEW*` flag:
+//!   threads, never a new process or a namespace (which would give an
+//!   escaped guest more kernel surface); `unshare` and `setns` not at all;
 //! * `clone3` answers `ENOSYS` (its flags live in memory, where a filter
 //!   cannot look), so that libc falls back to `clone`;
 //! * `ioctl` only for the requests the worker makes: `TCGETS` (is stderr a
@@ -184,14 +184,14 @@ pub fn worker_filter() -> Result<BpfProgram, String> {
     use seccompiler::{SeccompCmpArgLen, SeccompCmpOp};
     let mut rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> =
         allowed().into_iter().map(|n| (n, Vec::new())).collect();
-    // Threads, never namespaces.
+    // Threads, never processes or namespaces.
     rules.insert(
         libc::SYS_clone,
         vec![arg_rule(
             0,
             SeccompCmpArgLen::Qword,
-            SeccompCmpOp::MaskedEq(CLONE_NAMESPACES),
-            0,
+            SeccompCmpOp::MaskedEq(CLONE_NAMESPACES | libc::CLONE_THREAD as u64),
+            libc::CLONE_THREAD as u64,
         )?],
     );
     let ioctls = ALLOWED_IOCTLS
@@ -312,6 +312,7 @@ mod tests {
             "clone-newnet EPERM",
             "clone-newuser EPERM",
             "clone3 ENOSYS",
+            "fork EPERM",
             "ioctl-tiocsti EPERM",
             "ioctl-tcgets allowed",
             "thread ok",
@@ -360,6 +361,12 @@ mod tests {
             }
             let r = libc::syscall(libc::SYS_clone3, std::ptr::null::<u8>(), 0usize);
             println!("clone3 {}", errno(r));
+            // fork(): clone with SIGCHLD and no CLONE_THREAD.
+            let r = libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0);
+            if r == 0 {
+                libc::_exit(0);
+            }
+            println!("fork {}", errno(r));
             let c = 0u8;
             let r = libc::ioctl(2, libc::TIOCSTI, &c) as libc::c_long;
             println!("ioctl-tiocsti {}", errno(r));
