@@ -2,11 +2,12 @@
 //! context the envelope allows, the call, and the classification of how it
 //! ended.
 
-use crate::bindings::Interpreter;
 use crate::broker::RunBroker;
+use crate::engine::SandboxEngine;
 use crate::envelope::Envelope;
 use crate::grant::GrantSet;
-use crate::guest::{Guest, GuestPre};
+use crate::guest::Guest;
+pub(crate) use crate::guest::{Live, instantiate};
 use crate::limiter::RunLimiter;
 use crate::output::{CappedOutput, OutputLimitExceeded};
 use crate::run::{ErrorInfo, RunRequest, RunResult, Status, Usage};
@@ -18,7 +19,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, Trap, UpdateDeadline};
-use wasmtime_wasi::p2::bindings::Command;
 use wasmtime_wasi::p2::pipe::MemoryInputPipe;
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
 
@@ -133,7 +133,7 @@ pub(crate) fn prepare_with(
         }),
     );
     Ok(Prepared {
-        store: new_store(rt, state, env.fuel),
+        store: new_store(rt.engine(), state, env.fuel),
         stdout,
         stderr,
         workspace,
@@ -142,10 +142,10 @@ pub(crate) fn prepare_with(
 
 /// A store around `state` with the run's limiter, `fuel` and the epoch
 /// callback that enforces its deadline.
-fn new_store(rt: &Runtime, state: RunState, fuel: u64) -> Store<RunState> {
-    let mut store = Store::new(rt.engine().engine(), state);
+fn new_store(engine: &SandboxEngine, state: RunState, fuel: u64) -> Store<RunState> {
+    let mut store = Store::new(engine.engine(), state);
     store.limiter(|s| &mut s.limiter);
-    if rt.engine().options().fuel {
+    if engine.options().fuel {
         // Setting fuel cannot fail when the engine counts fuel.
         let _ = store.set_fuel(fuel);
     }
@@ -162,20 +162,19 @@ fn new_store(rt: &Runtime, state: RunState, fuel: u64) -> Store<RunState> {
 }
 
 /// Fuel a pre-instantiated instance may spend on its start-up.
-pub(crate) const PLACEHOLDER_FUEL: u64 = 100_000_000;
-
 /// The store of a pre-instantiated instance ([`crate::warm`]), before any
 /// request claims it: no workspace, no input, output to nowhere, no grants,
-/// and only [`PLACEHOLDER_FUEL`] for the component's start-up. Tables and
+/// and only [`crate::warm::PLACEHOLDER_FUEL`] for the component's start-up. Tables and
 /// instances are limited as `limits` says; memory is not limited here: the
 /// claiming request's limit is checked against what the instance holds.
 pub(crate) fn placeholder_store(
-    rt: &Runtime,
+    engine: &SandboxEngine,
+    process_broker: &Arc<crate::broker::Broker>,
     limits: crate::warm::PlaceholderLimits,
 ) -> Store<RunState> {
     let env = Envelope::default();
     let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms);
-    let broker = RunBroker::new(rt.broker().clone(), GrantSet::empty(), &env, deadline);
+    let broker = RunBroker::new(process_broker.clone(), GrantSet::empty(), &env, deadline);
     let mut wasi = WasiCtxBuilder::new();
     wasi.allow_tcp(false)
         .allow_udp(false)
@@ -189,7 +188,42 @@ pub(crate) fn placeholder_store(
         deadline,
         None,
     );
-    new_store(rt, state, PLACEHOLDER_FUEL)
+    new_store(engine, state, crate::warm::PLACEHOLDER_FUEL)
+}
+
+/// The runtime makes the warm pool's instances: a placeholder store, the
+/// instance, its empty evaluation (see [`crate::warm`]).
+impl crate::warm::Maker for crate::runtime::RuntimeInner {
+    fn make(
+        &self,
+        guest: &Guest,
+        limits: crate::warm::PlaceholderLimits,
+        tokio: &tokio::runtime::Runtime,
+    ) -> Option<(Store<RunState>, Live)> {
+        let mut store = placeholder_store(&self.engine, &self.broker, limits);
+        let made = tokio.block_on(async {
+            let live = instantiate(guest, &mut store).await?;
+            // The empty evaluation: an interpreter's first call into a
+            // fresh instance faults in the pages its call path uses
+            // (about 1 ms of a Python run here); doing it now takes that
+            // off the claiming run too. It runs no caller's code and must
+            // leave nothing behind; an instance whose interpreter reports
+            // an error for it is not used.
+            if let Live::Interpreter(i) = &live
+                && i.call_eval(&mut store, "").await?.is_err()
+            {
+                return Err(wasmtime::Error::msg("the empty evaluation failed"));
+            }
+            // The claiming run's state replaces the placeholder's whole,
+            // resource table included: an instance still holding a WASI
+            // resource (a handle it might have cached) is not used.
+            if !store.data().table.is_empty() {
+                return Err(wasmtime::Error::msg("the instance holds host resources"));
+            }
+            Ok::<_, wasmtime::Error>(live)
+        });
+        made.ok().map(|live| (store, live))
+    }
 }
 
 /// The store data of a run: its WASI context, a bounded resource table,
@@ -248,7 +282,7 @@ pub(crate) fn claim_warm(
     }
     store.set_epoch_deadline(1);
     prepared.store = store;
-    rt.warm().refill(rt, guest);
+    rt.refill_warm(guest);
     Some(live)
 }
 
@@ -281,12 +315,6 @@ pub(crate) fn reset_for_next_run(p: &mut Prepared, env: &Envelope, grants: Grant
     p.store.set_epoch_deadline(1);
 }
 
-/// A live instance of a guest.
-pub(crate) enum Live {
-    Agent(Command),
-    Interpreter(Interpreter),
-}
-
 /// What one call into the guest returned, before classification.
 pub(crate) enum Invocation {
     /// The call returned (`Ok`) or the guest exited/trapped (`Err`).
@@ -305,17 +333,6 @@ pub(crate) enum CallValue {
 
 /// How long a run that found no free pool slot waits for queued teardowns.
 const TEARDOWN_WAIT: Duration = Duration::from_secs(2);
-
-/// Instantiates the guest in `store`.
-pub(crate) async fn instantiate(
-    guest: &Guest,
-    store: &mut Store<RunState>,
-) -> wasmtime::Result<Live> {
-    match guest.pre() {
-        GuestPre::Agent(pre) => Ok(Live::Agent(pre.instantiate_async(store).await?)),
-        GuestPre::Interpreter(pre) => Ok(Live::Interpreter(pre.instantiate_async(store).await?)),
-    }
-}
 
 /// [`instantiate`] for a run or a session: when every pool slot is taken
 /// and some are held by pre-instantiated instances ([`crate::warm`]) or by
@@ -605,7 +622,7 @@ pub(crate) async fn execute_with(
         Some(live) => Ok(Ok(live)),
         None => {
             // Ask for one for the next run before making this one.
-            rt.warm().refill(rt, guest);
+            rt.refill_warm(guest);
             tokio::time::timeout(
                 wall + OUTER_GRACE,
                 instantiate_for_run(rt, guest, &mut prepared.store),
@@ -652,7 +669,7 @@ pub(crate) async fn execute_with(
     // have found no free slot. (This run's slot is free once the reaper has
     // dropped its instance; the refill itself waits for a quiet moment,
     // which is normally later.)
-    rt.warm().refill(rt, guest);
+    rt.refill_warm(guest);
     r
 }
 

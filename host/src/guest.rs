@@ -1,12 +1,13 @@
 //! A guest: a component checked against plimsoll's worlds and
 //! pre-instantiated, ready for cheap fresh instances.
 
-use crate::bindings::InterpreterPre;
+use crate::bindings::{Interpreter, InterpreterPre};
 use crate::component_cache::LoadError;
 use crate::state::RunState;
 use std::sync::Arc;
+use wasmtime::Store;
 use wasmtime::component::{Component, Linker};
-use wasmtime_wasi::p2::bindings::CommandPre;
+use wasmtime_wasi::p2::bindings::{Command, CommandPre};
 
 /// Which world a guest implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +111,23 @@ impl Guest {
 
     pub(crate) fn pre(&self) -> &GuestPre {
         &self.inner.pre
+    }
+}
+
+/// A live instance of a guest.
+pub(crate) enum Live {
+    Agent(Command),
+    Interpreter(Interpreter),
+}
+
+/// Instantiates the guest in `store`.
+pub(crate) async fn instantiate(
+    guest: &Guest,
+    store: &mut Store<RunState>,
+) -> wasmtime::Result<Live> {
+    match guest.pre() {
+        GuestPre::Agent(pre) => Ok(Live::Agent(pre.instantiate_async(store).await?)),
+        GuestPre::Interpreter(pre) => Ok(Live::Interpreter(pre.instantiate_async(store).await?)),
     }
 }
 

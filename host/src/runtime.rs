@@ -107,6 +107,14 @@ impl Runtime {
         &self.inner.warm
     }
 
+    /// Asks the warm pool to refill `guest`'s instances, made by this
+    /// runtime (held weakly by the pool's thread).
+    pub(crate) fn refill_warm(&self, guest: &Guest) {
+        let weak: std::sync::Weak<RuntimeInner> = Arc::downgrade(&self.inner);
+        let maker: std::sync::Weak<dyn crate::warm::Maker> = weak;
+        self.inner.warm.refill(maker, guest);
+    }
+
     /// How many runs so far used a pre-instantiated instance instead of
     /// instantiating their own (see [`crate::warm`]).
     pub fn warm_instances_claimed(&self) -> u64 {

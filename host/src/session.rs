@@ -207,7 +207,7 @@ impl SessionTable {
                 }
             }
         };
-        rt.warm().refill(rt, guest);
+        rt.refill_warm(guest);
         let id = crate::run::new_run_id();
         let now = Instant::now();
         let slot = Arc::new(Slot {

@@ -32,9 +32,8 @@
 //! that finds no free slot gives up until the next run ends.
 
 use crate::envelope::Envelope;
-use crate::executor::{self, Live};
+use crate::guest::Live;
 use crate::guest::{Guest, GuestKind};
-use crate::runtime::{Runtime, RuntimeInner};
 use crate::state::RunState;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -56,6 +55,24 @@ const REFILL_QUEUE: usize = 16;
 /// (an agent loop) find an instance ready; back-to-back callers and busy
 /// hosts simply instantiate as before.
 const QUIET: Duration = Duration::from_millis(2);
+
+/// Fuel a pre-instantiated instance may spend on its start-up.
+pub(crate) const PLACEHOLDER_FUEL: u64 = 100_000_000;
+
+/// What makes a pre-instantiated instance: the runtime, seen through this
+/// seam, so that the pool (which the runtime holds) needs no handle of the
+/// runtime's own type. The background thread holds it weakly.
+pub(crate) trait Maker: Send + Sync {
+    /// Instantiates `guest` in a placeholder store made under `limits` and
+    /// runs its empty evaluation, on `tokio`; `None` when that fails (no
+    /// free slot, a guest that cannot start without running code).
+    fn make(
+        &self,
+        guest: &Guest,
+        limits: PlaceholderLimits,
+        tokio: &tokio::runtime::Runtime,
+    ) -> Option<(Store<RunState>, Live)>;
+}
 
 /// An instantiated guest nobody has called yet.
 pub(crate) struct WarmInstance {
@@ -156,7 +173,7 @@ impl WarmPool {
 
     /// Asks the background thread to bring `guest`'s ready instances up to
     /// the pool's depth. Never blocks.
-    pub(crate) fn refill(&self, rt: &Runtime, guest: &Guest) {
+    pub(crate) fn refill(&self, maker: Weak<dyn Maker>, guest: &Guest) {
         if self.depth == 0 || guest.kind() != GuestKind::Interpreter {
             return;
         }
@@ -164,7 +181,7 @@ impl WarmPool {
         let mut tx = lock(&self.refill);
         if tx.is_none() {
             let (send, recv) = std::sync::mpsc::sync_channel(REFILL_QUEUE);
-            let weak = Arc::downgrade(&rt.inner);
+            let weak = maker;
             let shared = Shared {
                 limits: self.limits.clone(),
                 ready: self.ready.clone(),
@@ -278,7 +295,7 @@ struct Shared {
 /// dropped (20, 40, … ms apart: about 0.3 s in all).
 const REFILL_RETRIES: u32 = 4;
 
-fn refill_loop(runtime: Weak<RuntimeInner>, shared: Shared, requests: Receiver<Guest>) {
+fn refill_loop(runtime: Weak<dyn Maker>, shared: Shared, requests: Receiver<Guest>) {
     let Shared {
         limits,
         ready,
@@ -311,40 +328,17 @@ fn refill_loop(runtime: Weak<RuntimeInner>, shared: Shared, requests: Receiver<G
             }
             // Hold the runtime only while making one instance, so that
             // dropping the last handle elsewhere ends this thread.
-            let Some(inner) = runtime.upgrade() else {
+            let Some(maker) = runtime.upgrade() else {
                 return;
             };
-            let rt = Runtime { inner };
             let made_under = *lock(&limits);
-            let mut store = executor::placeholder_store(&rt, made_under);
-            let made = tokio.block_on(async {
-                let live = executor::instantiate(&guest, &mut store).await?;
-                // The empty evaluation: an interpreter's first call into a
-                // fresh instance faults in the pages its call path uses
-                // (about 1 ms of a Python run here); doing it now takes
-                // that off the claiming run too. It runs no caller's code
-                // and must leave nothing behind; an instance whose
-                // interpreter reports an error for it is not used.
-                if let Live::Interpreter(i) = &live
-                    && i.call_eval(&mut store, "").await?.is_err()
-                {
-                    return Err(wasmtime::Error::msg("the empty evaluation failed"));
-                }
-                // The claiming run's state replaces the placeholder's whole,
-                // resource table included: an instance still holding a
-                // WASI resource (a handle it might have cached) is not
-                // used.
-                if !store.data().table.is_empty() {
-                    return Err(wasmtime::Error::msg("the instance holds host resources"));
-                }
-                Ok::<_, wasmtime::Error>(live)
-            });
-            drop(rt);
+            let made = maker.make(&guest, made_under, &tokio);
+            drop(maker);
             match made {
-                Ok(live) => {
+                Some((store, live)) => {
                     let fuel_used = store
                         .get_fuel()
-                        .map_or(0, |left| executor::PLACEHOLDER_FUEL.saturating_sub(left));
+                        .map_or(0, |left| PLACEHOLDER_FUEL.saturating_sub(left));
                     lock(&ready)
                         .entry(guest.identity().to_owned())
                         .or_default()
@@ -359,14 +353,14 @@ fn refill_loop(runtime: Weak<RuntimeInner>, shared: Shared, requests: Receiver<G
                 // handing its own back through the reaper), or the guest
                 // cannot start without running code: try a few more
                 // times, a little later each, then leave it to the runs.
-                Err(_) if failures < REFILL_RETRIES => {
+                None if failures < REFILL_RETRIES => {
                     failures += 1;
                     // Not while holding `making`: a run that found no
                     // free slot waits on it in `release_all`.
                     drop(making_now);
                     std::thread::sleep(Duration::from_millis(20 * u64::from(failures)));
                 }
-                Err(_) => break,
+                None => break,
             }
         }
     }
