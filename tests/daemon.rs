@@ -1347,6 +1347,34 @@ fn hardened_mode_starts_when_every_condition_holds_with_gvisor() {
     );
 }
 
+/// A `POST /v1/runs` of `token` declaring `declared` body bytes and sending
+/// only `sent` of them; the connection stays open.
+fn partial_upload(addr: SocketAddr, token: &str, declared: usize, sent: &[u8]) -> TcpStream {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    let head = format!(
+        "POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {declared}\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).expect("head");
+    s.write_all(sent).expect("part of the body");
+    s
+}
+
+/// How many of `uploads` were answered 503 `busy`.
+fn answered_busy(uploads: &mut [TcpStream]) -> usize {
+    let mut busy = 0;
+    for s in uploads {
+        s.set_read_timeout(Some(Duration::from_millis(300)))
+            .expect("timeout");
+        let mut buf = [0u8; 2048];
+        if let Ok(n) = s.read(&mut buf)
+            && String::from_utf8_lossy(&buf[..n]).contains("\"busy\"")
+        {
+            busy += 1;
+        }
+    }
+    busy
+}
+
 #[test]
 fn request_bodies_in_flight_are_bounded_across_connections() {
     let d = Setup::new(None)
@@ -1356,43 +1384,20 @@ fn request_bodies_in_flight_are_bounded_across_connections() {
     // Two uploads of alice's each declare a 4000-byte body and send only a
     // little: a declared length reserves nothing, so together they hold
     // two KiB, not the whole budget.
-    let mut held = Vec::new();
-    for _ in 0..2 {
-        let mut s = TcpStream::connect(d.addr).expect("connect");
-        let head = format!(
-            "POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ALICE}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{{\"language\""
-        );
-        s.write_all(head.as_bytes()).expect("partial body");
-        held.push(s);
-    }
+    let held: Vec<TcpStream> = (0..2)
+        .map(|_| partial_upload(d.addr, ALICE, 4000, b"{\"language\""))
+        .collect();
     std::thread::sleep(Duration::from_millis(500));
     let r = run(&d, BOB, JS_ONE_PLUS_ONE);
     assert_eq!(r.status, 200, "{}", r.body);
     // Bodies that arrive in full are bounded all the same: alice's share
     // (8 KiB / 3 callers, at least one 4 KiB body) does not fit three
     // 4000-byte bodies at once.
-    let mut full = Vec::new();
-    for _ in 0..3 {
-        let mut s = TcpStream::connect(d.addr).expect("connect");
-        let head = format!(
-            "POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ALICE}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n"
-        );
-        s.write_all(head.as_bytes()).expect("head");
-        s.write_all(&[b' '; 3999]).expect("most of the body");
-        full.push(s);
-    }
+    let mut full: Vec<TcpStream> = (0..3)
+        .map(|_| partial_upload(d.addr, ALICE, 4000, &[b' '; 3999]))
+        .collect();
     std::thread::sleep(Duration::from_millis(500));
-    let mut busy = 0;
-    for s in &mut full {
-        s.set_read_timeout(Some(Duration::from_millis(300)))
-            .expect("timeout");
-        let mut buf = [0u8; 1024];
-        if let Ok(n) = s.read(&mut buf)
-            && String::from_utf8_lossy(&buf[..n]).contains("\"busy\"")
-        {
-            busy += 1;
-        }
-    }
+    let busy = answered_busy(&mut full);
     assert!(busy >= 1, "three full bodies fit alice's share");
     let r = run(&d, BOB, JS_ONE_PLUS_ONE);
     assert_eq!(r.status, 200, "{}", r.body);
@@ -1614,16 +1619,9 @@ fn one_callers_slow_uploads_do_not_starve_another_caller() {
         .start();
     // 16 uploads of a declared 256 KiB each (16 × 256 KiB = 4 × the
     // budget), each sending 64 KiB and then nothing.
-    let mut slow = Vec::new();
-    for _ in 0..16 {
-        let mut s = TcpStream::connect(d.addr).expect("connect");
-        let head = format!(
-            "POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ALICE}\r\nContent-Type: application/json\r\nContent-Length: 262144\r\n\r\n"
-        );
-        s.write_all(head.as_bytes()).expect("head");
-        s.write_all(&[b' '; 65536]).expect("some of the body");
-        slow.push(s);
-    }
+    let mut slow: Vec<TcpStream> = (0..16)
+        .map(|_| partial_upload(d.addr, ALICE, 262_144, &[b' '; 65536]))
+        .collect();
     std::thread::sleep(Duration::from_millis(300));
     // bob is served, with a body of real size, every time.
     let big_code = format!(
@@ -1639,17 +1637,7 @@ fn one_callers_slow_uploads_do_not_starve_another_caller() {
     }
     // alice herself is held to her share: her slow uploads were refused
     // `busy` once her share was spent, or are still pending.
-    let mut busy = 0;
-    for s in &mut slow {
-        s.set_read_timeout(Some(Duration::from_millis(200)))
-            .expect("timeout");
-        let mut buf = [0u8; 2048];
-        if let Ok(n) = s.read(&mut buf)
-            && String::from_utf8_lossy(&buf[..n]).contains("\"busy\"")
-        {
-            busy += 1;
-        }
-    }
+    let busy = answered_busy(&mut slow);
     assert!(busy > 0, "alice's share did not bind");
     drop(slow);
 }

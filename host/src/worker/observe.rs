@@ -476,3 +476,55 @@ fn observe_kernel() -> String {
         format!("{} {} {}", f(&u.sysname), f(&u.release), f(&u.version))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The descriptors check refuses exactly the leaks the review found:
+    /// another worker's seccomp memfd and a page map of another process.
+    #[test]
+    fn unexpected_descriptors_are_named() {
+        for ok in [
+            "0 -> pipe:[12]",
+            "2 -> /dev/console",
+            "4 -> anon_inode:[eventpoll]",
+            "5 -> /guests/ab-cd.cwasm",
+            "6 -> /proc/2/pagemap",
+            "7 -> /memfd:wasm-memory-image (deleted)",
+        ] {
+            assert!(expected_fd(ok, 2), "{ok}");
+        }
+        for leak in [
+            "15 -> /memfd:plimsoll-seccomp (deleted)",
+            "9 -> /proc/4242/pagemap",
+            "8 -> /etc/passwd",
+            "10 -> /work",
+            "garbage",
+        ] {
+            assert!(!expected_fd(leak, 2), "{leak}");
+        }
+        let o = Observation {
+            pid: 2,
+            open_fds: vec!["15 -> /memfd:plimsoll-seccomp (deleted)".into()],
+            ..Observation::default()
+        };
+        let want = Expectations {
+            uid: 0,
+            seccomp: false,
+            host_kernel: None,
+            wrapper_env: &[],
+            vm: None,
+        };
+        let check = judge(&o, &want)
+            .into_iter()
+            .find(|c| c.name == "descriptors")
+            .expect("a descriptors check");
+        assert!(!check.passed);
+        assert!(
+            check.observed.contains("plimsoll-seccomp"),
+            "{}",
+            check.observed
+        );
+    }
+}
