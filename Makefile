@@ -15,7 +15,7 @@ GUESTS_OUT := $(CURDIR)/target/guests
 PLIMSOLL := $(TARGET_DIR)/release/plimsoll
 export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
 
-.PHONY: audit lint-fmt lint-clippy fuzz-setup fuzz-smoke microvm microvm-image soak bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest build demo test lint bench bench-peers clean
+.PHONY: clients audit lint-fmt lint-clippy fuzz-setup fuzz-smoke microvm microvm-image soak bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest build demo test lint bench bench-peers clean
 
 APT := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
 
@@ -63,6 +63,15 @@ python-guest: $(GUESTS_OUT)/python.wasm
 $(GUESTS_OUT)/python.wasm: guests/python/app.py guests/python/plimsoll.py guests/python/build.sh $(wildcard guests/python/deterministic/*.c) $(wildcard wit/*.wit)
 	guests/python/build.sh
 
+## The pinned clients the tests drive plimsolld with (tests/protocol):
+## plimsoll-client 0.23.0 from PyPI, in a virtualenv of its own.
+CLIENTS_VENV := $(CURDIR)/target/clients/venv
+clients: $(CLIENTS_VENV)/.plimsoll-client-0.23.0
+$(CLIENTS_VENV)/.plimsoll-client-0.23.0:
+	python3 -m venv $(CLIENTS_VENV)
+	$(CLIENTS_VENV)/bin/pip install --quiet --disable-pip-version-check plimsoll-client==0.23.0
+	@touch $@
+
 build: setup
 	$(CARGO) build --release -p plimsoll -p plimsolld
 
@@ -80,7 +89,7 @@ demo: guests build
 	@echo '--- escape: a hostile guest trying to read the host (expect only "blocked")'
 	$(PLIMSOLL) run --provider wasm $(GUESTS_OUT)/escape.wasm
 
-test: guests microvm
+test: guests microvm clients
 	python3 guests/python/test_guest.py
 	python3 guests/python/test_build.py
 	$(CARGO) test --release --workspace -- $(TEST_ARGS)

@@ -25,6 +25,8 @@ fn guests_dir() -> PathBuf {
 }
 
 const BODY: &str = r#"{"language":"javascript","code":"1+1"}"#;
+/// The same run in plimsoll protocol 4 (Connect, `Run`).
+const CONNECT_BODY: &str = r#"{"protocol":4,"javascript":{"code":"1+1"}}"#;
 
 struct Stats {
     runs_per_sec: f64,
@@ -64,9 +66,22 @@ impl Conn {
     }
 
     fn post(&mut self) -> u16 {
+        self.post_to("/v1/runs", BODY, "")
+    }
+
+    /// A protocol 4 `Run` of the same code, with its request id.
+    fn post_connect(&mut self) -> u16 {
+        self.post_to(
+            "/plimsoll.v1.SandboxService/Run",
+            CONNECT_BODY,
+            "Plimsoll-Request-Id: 0123456789abcdef0123456789abcdef\r\n",
+        )
+    }
+
+    fn post_to(&mut self, path: &str, body: &str, headers: &str) -> u16 {
         let req = format!(
-            "POST /v1/runs HTTP/1.1\r\nHost: b\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{BODY}",
-            BODY.len()
+            "POST {path} HTTP/1.1\r\nHost: b\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+            body.len()
         );
         self.writer.write_all(req.as_bytes()).expect("write");
         let mut line = String::new();
@@ -249,12 +264,47 @@ fn main() {
         let wall = t0.elapsed() / 3;
         row(1, &stats(l, wall), &stats(a, wall), &stats(b, wall));
     }
+    // The protocol's path against REST, on one daemon (`batch`), one
+    // client, interleaved call by call: the wire, the digests and the
+    // record are the only difference.
+    let (rest, connect) = {
+        let (mut cr, mut cc) = (Conn::open(addr_batch), Conn::open(addr_batch));
+        let (mut r, mut c) = (Vec::new(), Vec::new());
+        let t0 = Instant::now();
+        while t0.elapsed() < secs * 2 {
+            let t = Instant::now();
+            assert_eq!(cr.post(), 200);
+            r.push(t.elapsed());
+            let t = Instant::now();
+            assert_eq!(
+                cc.post_connect(),
+                200,
+                "the daemon refused a protocol 4 run"
+            );
+            c.push(t.elapsed());
+        }
+        let wall = t0.elapsed() / 2;
+        (stats(r, wall), stats(c, wall))
+    };
     for clients in [8usize, 64] {
         let lib = in_library(&rt, &sandbox, clients, secs);
         let a = over_http(addr_always, clients, secs);
         let b = over_http(addr_batch, clients, secs);
         row(clients, &lib, &a, &b);
     }
+    println!();
+    println!(
+        "| one client, daemon `batch` | REST `/v1/runs` p50 / p99 | protocol 4 `Run` p50 / p99 | protocol 4 added at p50 |"
+    );
+    println!("|---|---:|---:|---:|");
+    println!(
+        "| JavaScript `1+1` | {:.0} / {:.0} µs | {:.0} / {:.0} µs | {:+.0} µs |",
+        rest.p50_us,
+        rest.p99_us,
+        connect.p50_us,
+        connect.p99_us,
+        connect.p50_us - rest.p50_us
+    );
     for child in [&mut always, &mut batch] {
         // SAFETY: kill(2) on our own child's pid.
         unsafe {

@@ -1699,3 +1699,328 @@ fn idle_unauthenticated_connections_do_not_starve_other_callers() {
         idle.len()
     );
 }
+
+// ------------------------------------------------------ plimsoll protocol 4
+
+/// The virtualenv with the pinned plimsoll-client (`make clients`).
+fn client_python() -> PathBuf {
+    let p = repo().join("target/clients/venv/bin/python");
+    assert!(
+        p.is_file(),
+        "{} is missing: the protocol tests drive plimsolld with the real plimsoll-client 0.23.0 from PyPI; install it with `make clients`",
+        p.display()
+    );
+    p
+}
+
+fn run_client_checks(url: &str, extra: &[(&str, String)]) -> String {
+    let mut cmd = Command::new(client_python());
+    cmd.arg(repo().join("tests/protocol/client_checks.py"))
+        .env("PLIMSOLL_URL", url)
+        .env("PLIMSOLL_TOKEN", ALICE)
+        .env("PLIMSOLL_OTHER_TOKEN", BOB);
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run the client checks");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    eprintln!("{stdout}");
+    assert!(
+        out.status.success(),
+        "the client checks failed over {url}:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+    // The in-process provider offers everything the checks cover: none may
+    // have been skipped.
+    for must in [
+        "cell: javascript reads what python wrote",
+        "cell: the files live on",
+        "owner cap: the oldest idle session was replaced",
+        "unknown and another caller's session: not_found, the same",
+        "CodeExecutor: the named artifact",
+        "grant: the credential is nowhere in the answer",
+        "floor above the tier: refused, isolation",
+    ] {
+        assert!(
+            stdout.contains(&format!("ok   {must}")),
+            "{must} did not run:\n{stdout}"
+        );
+    }
+    stdout
+}
+
+#[test]
+fn the_real_plimsoll_client_drives_the_daemon_over_http_and_tls() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (up, addr) = rt.block_on(upstream::start_upstream());
+    let d = Setup::new(Some(addr)).start();
+    run_client_checks(
+        &format!("http://{}", d.addr),
+        &[("PLIMSOLL_SECRET", upstream::STATIC_TOKEN.to_string())],
+    );
+    // The grant's call reached the real upstream, with the credential the
+    // host injected.
+    assert!(
+        up.seen().iter().any(|s| s.target == "/v1/orders/7"
+            && s.headers
+                .iter()
+                .any(|(k, v)| k == "authorization" && v.contains(upstream::STATIC_TOKEN))),
+        "{:?}",
+        up.seen()
+    );
+    // Metadata only: sessions by fingerprint, never by id; no secret.
+    let audit = d.audit();
+    assert!(!audit.contains(upstream::STATIC_TOKEN));
+    let mut fingerprints = 0;
+    for line in audit.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("audit JSON");
+        if let Some(s) = v["session_id"].as_str() {
+            assert!(s.len() == 64, "a raw session id in the audit log: {line}");
+            fingerprints += 1;
+        }
+        if v["protocol"] == "connect" && v["event"] == "run" && v["outcome"] != "refused" {
+            assert!(
+                v["record_sha256"].as_str().is_some_and(|r| r.len() == 64),
+                "{line}"
+            );
+        }
+    }
+    assert!(fingerprints > 0, "no session in the audit log:\n{audit}");
+    drop(d);
+
+    // The same checks over TLS, with a private CA the client is given.
+    let ca_key = rcgen::KeyPair::generate().expect("ca key");
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("ca params");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "plimsoll test CA");
+    let ca = ca_params.self_signed(&ca_key).expect("ca");
+    let leaf_key = rcgen::KeyPair::generate().expect("leaf key");
+    let leaf_params =
+        rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("leaf params");
+    let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
+    let leaf = leaf_params.signed_by(&leaf_key, &issuer).expect("leaf");
+    let s = Setup::new(Some(addr));
+    let cert = s.file("cert.pem", &leaf.pem());
+    let key = s.file("key.pem", &leaf_key.serialize_pem());
+    let ca_file = s.file("ca.pem", &ca.pem());
+    let d = s
+        .set("PLIMSOLL_TLS_CERT", cert)
+        .set("PLIMSOLL_TLS_KEY", key)
+        .start();
+    run_client_checks(
+        &format!("https://localhost:{}", d.addr.port()),
+        &[
+            ("PLIMSOLL_CA", ca_file),
+            ("PLIMSOLL_SECRET", upstream::STATIC_TOKEN.to_string()),
+        ],
+    );
+}
+
+/// A Connect call with a request id; `body` is sent as is.
+fn connect_call(d: &Daemon, procedure: &str, id: &str, body: &[u8]) -> Resp {
+    let mut raw = format!(
+        "POST /plimsoll.v1.SandboxService/{procedure} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+         Authorization: Bearer {ALICE}\r\nContent-Type: application/json\r\nPlimsoll-Request-Id: {id}\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    raw.extend_from_slice(body);
+    let s = TcpStream::connect(d.addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    exchange(s, &raw).expect("exchange")
+}
+
+/// The `NotDispatched` reason in a Connect error's details, if any.
+fn not_dispatched_reason(r: &Resp) -> Option<u8> {
+    use base64::Engine as _;
+    let v = r.json();
+    v["details"].as_array()?.iter().find_map(|d| {
+        if d["type"] != "plimsoll.v1.NotDispatched" {
+            return None;
+        }
+        let b = base64::engine::general_purpose::STANDARD_NO_PAD
+            .decode(d["value"].as_str()?)
+            .ok()?;
+        (b.len() == 2 && b[0] == 0x08).then_some(b[1])
+    })
+}
+
+#[test]
+fn protocol_bad_input_is_refused_typed_and_marked_and_nothing_runs() {
+    let d = Setup::new(None).start();
+    let id = "0123456789abcdef0123456789abcdef";
+    let many_files: String = (0..10_000)
+        .map(|i| format!(r#"{{"path":"f{i}.txt","content":"x"}}"#))
+        .collect::<Vec<_>>()
+        .join(",");
+    let many = format!(
+        r#"{{"protocol":4,"project":{{"files":[{many_files}],"steps":["{}"]}}}}"#,
+        plimsolld::connect::PYTHON_STEP.replace('"', "\\\"")
+    );
+    // (procedure, body, Connect code, reason number, header mark)
+    let cases: Vec<(&str, String, &str, u8, Option<&str>)> = vec![
+        (
+            "Run",
+            "not json".into(),
+            "invalid_argument",
+            1,
+            Some("request"),
+        ),
+        (
+            "Run",
+            r#"{"protocol":4,"protocol":4,"javascript":{"code":"1"}}"#.into(),
+            "invalid_argument",
+            1,
+            Some("request"),
+        ),
+        (
+            "Run",
+            r#"{"protocol":4,"timeoutMs":99999999999999999999,"javascript":{"code":"1"}}"#.into(),
+            "invalid_argument",
+            1,
+            None,
+        ),
+        (
+            "Run",
+            r#"{"protocol":4,"timeoutMs":"18446744073709551616","javascript":{"code":"1"}}"#.into(),
+            "invalid_argument",
+            1,
+            None,
+        ),
+        (
+            "Run",
+            r#"{"javascript":{"code":"1"}}"#.into(),
+            "invalid_argument",
+            3,
+            None,
+        ),
+        (
+            "Run",
+            r#"{"protocol":5,"javascript":{"code":"1"}}"#.into(),
+            "unimplemented",
+            3,
+            None,
+        ),
+        (
+            "Run",
+            r#"{"protocol":4,"cell":{"language":"python","code":"1"}}"#.into(),
+            "invalid_argument",
+            1,
+            None,
+        ),
+        (
+            "Run",
+            r#"{"protocol":4,"module":{"model":"m","rows":[{"values":[1]}],"endTime":1,"step":1}}"#
+                .into(),
+            "unimplemented",
+            4,
+            None,
+        ),
+        (
+            "Run",
+            r#"{"protocol":4,"project":{"steps":["sh -c 'rm -rf /'"]}}"#.into(),
+            "unimplemented",
+            4,
+            None,
+        ),
+        ("Run", many, "invalid_argument", 1, None),
+        (
+            "Frobnicate",
+            "{}".into(),
+            "unimplemented",
+            4,
+            Some("unsupported"),
+        ),
+    ];
+    for (procedure, body, code, reason, mark) in &cases {
+        let r = connect_call(&d, procedure, id, body.as_bytes());
+        let what = format!("{procedure} {}", &body[..body.len().min(80)]);
+        assert_eq!(r.code(), *code, "{what}: {}", r.body);
+        assert_eq!(
+            not_dispatched_reason(&r),
+            Some(*reason),
+            "{what}: {}",
+            r.body
+        );
+        assert_eq!(
+            r.headers.get("plimsoll-request-id").map(String::as_str),
+            Some(id),
+            "{what}"
+        );
+        assert_eq!(
+            r.headers.get("plimsoll-not-dispatched").map(String::as_str),
+            *mark,
+            "{what}"
+        );
+        assert!(
+            r.headers
+                .get("content-type")
+                .is_some_and(|c| c.starts_with("application/json")),
+            "{what}"
+        );
+    }
+    // 33 MiB: refused on its declared length, before it is read.
+    let mut raw = format!(
+        "POST /plimsoll.v1.SandboxService/Run HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+         Authorization: Bearer {ALICE}\r\nContent-Type: application/json\r\nPlimsoll-Request-Id: {id}\r\n\
+         Content-Length: {}\r\n\r\n",
+        33usize << 20
+    )
+    .into_bytes();
+    raw.extend_from_slice(&[b' '; 4096]);
+    let s = TcpStream::connect(d.addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let r = exchange(s, &raw).expect("exchange");
+    assert_eq!(r.code(), "resource_exhausted", "{}", r.body);
+    assert_eq!(not_dispatched_reason(&r), Some(1));
+    assert_eq!(
+        r.headers.get("plimsoll-not-dispatched").map(String::as_str),
+        Some("request")
+    );
+    // An id that is not 32 lowercase hex digits is not echoed.
+    let r = connect_call(&d, "Describe", "NOT-AN-ID", b"{}");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(!r.headers.contains_key("plimsoll-request-id"));
+    // Nothing ran, and the daemon still serves.
+    assert!(!d.audit().contains(r#""event":"run""#), "{}", d.audit());
+    let r = connect_call(
+        &d,
+        "Run",
+        id,
+        br#"{"protocol":"4","timeout_ms":"5000","javascript":{"code":"console.log(6*7)","grant_profile":null},"unknownField":1}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["javascript"]["stdout"], "NDIK");
+}
+
+#[test]
+fn a_session_call_that_ran_but_could_not_be_audited_continues_the_chain_unanswered() {
+    let s = Setup::new(None);
+    let small = s.tmp.path().join("small");
+    let Some(_mounted) = tmpfs::SmallTmpfs::mount(&small, "size=256k") else {
+        return;
+    };
+    let log = small.join("audit.jsonl");
+    let d = s
+        .set("PLIMSOLL_AUDIT_LOG", log.display().to_string())
+        .start();
+    let out = Command::new(client_python())
+        .arg(repo().join("tests/protocol/unanswered.py"))
+        .env("PLIMSOLL_URL", format!("http://{}", d.addr))
+        .env("PLIMSOLL_TOKEN", ALICE)
+        .env("PLIMSOLL_FILL", small.join("filler"))
+        .output()
+        .expect("run the client");
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

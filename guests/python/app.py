@@ -38,8 +38,8 @@ _PRELOAD = """
     datetime decimal difflib dis enum errno fnmatch fractions functools gc getopt glob
     graphlib gzip hashlib heapq hmac html html.entities html.parser inspect io ipaddress
     itertools json keyword linecache locale logging lzma math mimetypes numbers operator os
-    os.path pathlib pickle platform pprint queue quopri random re reprlib sched secrets
-    select shlex shutil signal socket sqlite3 stat statistics string stringprep struct
+    os.path pathlib pickle pkgutil platform pprint queue quopri random re reprlib sched secrets
+    runpy select shlex shutil signal socket sqlite3 stat statistics string stringprep struct
     subprocess sys tempfile textwrap threading time timeit token tokenize tomllib traceback
     types typing unicodedata unittest urllib urllib.parse urllib.request uuid warnings
     weakref xml xml.dom.minidom xml.etree.ElementTree zipfile zlib zoneinfo

@@ -91,12 +91,22 @@ pub(crate) fn prepare_with(
     workspace
         .place_files(&req.files, env)
         .map_err(|e| invalid(e.to_string()))?;
-    let workspace = Arc::new(workspace);
+    prepare_in(rt, req.stdin.as_bytes(), env, side, Arc::new(workspace))
+}
 
+/// The store for a run in `workspace`, which may be shared: a session's
+/// interpreters all work in one. `stdin` is the guest's whole stdin.
+pub(crate) fn prepare_in(
+    rt: &Runtime,
+    stdin: &[u8],
+    env: &Envelope,
+    side: BrokerSide,
+    workspace: Arc<Workspace>,
+) -> Result<Prepared, ErrorInfo> {
     let stdout = CappedOutput::new("stdout", env.stdout_bytes);
     let stderr = CappedOutput::new("stderr", env.stderr_bytes);
     let mut wasi = WasiCtxBuilder::new();
-    wasi.stdin(MemoryInputPipe::new(req.stdin.as_bytes().to_vec()))
+    wasi.stdin(MemoryInputPipe::new(stdin.to_vec()))
         .stdout(stdout.clone())
         .stderr(stderr.clone())
         // No network of any kind: sockets are linked (toolchains import
@@ -658,6 +668,7 @@ pub(crate) async fn execute_with(
     let r = finish(
         prepared,
         env,
+        &req.capture,
         classified,
         isolation,
         run_id,
@@ -679,6 +690,7 @@ pub(crate) async fn execute_with(
 pub(crate) fn finish(
     mut prepared: Prepared,
     env: &Envelope,
+    capture: &[String],
     c: Classified,
     isolation: Isolation,
     run_id: String,
@@ -686,7 +698,7 @@ pub(crate) fn finish(
     started: Instant,
     instantiate_ms: f64,
 ) -> RunResult {
-    let mut r = report(&mut prepared, env, c, isolation, run_id, guest);
+    let mut r = report(&mut prepared, env, capture, c, isolation, run_id, guest);
     // The caller has its result and need not wait for the teardown: the
     // instance (its pool slot is reset as it goes) and then the workspace
     // directory are dropped on the reaper thread, in that order. A run that
@@ -707,6 +719,7 @@ pub(crate) fn finish(
 pub(crate) fn report(
     prepared: &mut Prepared,
     env: &Envelope,
+    capture: &[String],
     mut c: Classified,
     isolation: Isolation,
     run_id: String,
@@ -781,6 +794,12 @@ pub(crate) fn report(
     r.artifacts = collected.artifacts;
     r.artifacts_truncated = collected.truncated;
     r.artifacts_refused = collected.refused;
+    if !capture.is_empty() {
+        let named = prepared.workspace.collect_named(capture, env);
+        r.captured = named.artifacts;
+        r.artifacts_truncated |= named.truncated;
+        r.artifacts_refused.extend(named.refused);
+    }
     r.guest = Some(guest.identity().to_owned());
     r.calls = calls;
     r.usage = Usage {

@@ -118,6 +118,10 @@ pub struct RunRequest {
     /// The exact guest identity the caller requires, if any.
     #[serde(default)]
     pub require_identity: Option<String>,
+    /// Workspace files (paths relative to `/work`) returned in `captured`
+    /// after the run, in this order, within the artifact caps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capture: Vec<String>,
 }
 
 impl RunRequest {
@@ -283,6 +287,11 @@ pub struct RunResult {
     pub artifacts_truncated: bool,
     /// Entries under `/work/out` that were refused.
     pub artifacts_refused: Vec<RefusedArtifact>,
+    /// The files the request named in `capture`, in its order (those that
+    /// were refused are in `artifacts_refused`; past the caps,
+    /// `artifacts_truncated` is set).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub captured: Vec<Artifact>,
     /// The isolation the run had.
     pub isolation: Isolation,
     /// The identity of the guest that ran (`component:sha256:…`).
@@ -331,6 +340,7 @@ impl RunResult {
             artifacts: Vec::new(),
             artifacts_truncated: false,
             artifacts_refused: Vec::new(),
+            captured: Vec::new(),
             isolation,
             guest: None,
             calls: CallTrace::default(),

@@ -14,7 +14,9 @@ use crate::provider::{DisabledProvider, Provider, ProviderKind, WasmProvider};
 use crate::run::ErrorInfo;
 use crate::run::{Language, RunRequest, RunResult, new_run_id};
 use crate::runtime::{Runtime, RuntimeConfig, RuntimeError};
-use crate::session::{SessionInfo, SessionLimits, SessionTable};
+use crate::session::{
+    Evaluated, SessionEnd, SessionInfo, SessionLimits, SessionOptions, SessionTable, Turn,
+};
 use crate::tier::{Isolation, Tier};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -329,8 +331,8 @@ impl Sandbox {
 
     /// Opens a session for `caller` on the interpreter for `req.language`
     /// (or the registered interpreter component `req.component`). Only
-    /// `language`/`component`, `require_identity` and `limits` of `req` are
-    /// used.
+    /// `language`/`component`, `require_identity`, `minimum_isolation` and
+    /// `limits` of `req` are used.
     pub async fn open_session(
         &self,
         caller: &str,
@@ -348,7 +350,24 @@ impl Sandbox {
                 ),
             });
         }
-        if guest.kind() != GuestKind::Interpreter {
+        self.open_session_with(caller, &SessionOptions::single(guest), req)
+            .await
+    }
+
+    /// Opens a session for `caller` as `opts` says: its interpreters over
+    /// one workspace. Of `req`, only `limits` and `minimum_isolation` are
+    /// used.
+    pub async fn open_session_with(
+        &self,
+        caller: &str,
+        opts: &SessionOptions,
+        req: &RunRequest,
+    ) -> Result<SessionInfo, ErrorInfo> {
+        if opts
+            .guests
+            .iter()
+            .any(|g| g.kind() != GuestKind::Interpreter)
+        {
             return Err(ErrorInfo {
                 code: "invalid_request".into(),
                 message:
@@ -364,41 +383,96 @@ impl Sandbox {
                 message: e.to_string(),
             })?;
         self.check_provider(req)?;
-        self.sessions
-            .open(&self.runtime, caller, &guest, &env)
-            .await
+        self.sessions.open(&self.runtime, caller, opts, &env).await
     }
 
     /// Evaluates `req.code` in `caller`'s session `session_id`. Each
     /// evaluation is a run with its own envelope (`req.limits`), grants,
-    /// outputs and CallTrace.
+    /// outputs and CallTrace. A busy session refuses (`session_busy`).
     pub async fn run_in_session(
         &self,
         caller: &str,
         session_id: &str,
         req: &RunRequest,
     ) -> RunResult {
+        self.evaluate(caller, session_id, req, Turn::Refuse)
+            .await
+            .result
+    }
+
+    /// [`Sandbox::run_in_session`] for a session with several interpreters
+    /// (`req.language` picks one), waiting its turn or not as `turn` says,
+    /// with what became of the interpreter.
+    pub async fn evaluate(
+        &self,
+        caller: &str,
+        session_id: &str,
+        req: &RunRequest,
+        turn: Turn,
+    ) -> Evaluated {
         let run_id = new_run_id();
         let iso = self.isolation();
+        let plain = |result| Evaluated {
+            result,
+            interpreter_started: false,
+            interpreter_ended: false,
+        };
         let env = match self.envelope.lowered_by(&req.limits) {
             Ok(env) => env,
-            Err(e) => return RunResult::refused(run_id, iso, "invalid_limits", e.to_string()),
+            Err(e) => {
+                return plain(RunResult::refused(
+                    run_id,
+                    iso,
+                    "invalid_limits",
+                    e.to_string(),
+                ));
+            }
         };
         let budget = Duration::from_millis(env.wall_time_ms);
         let grants = match GrantSet::resolve(&self.grants, &req.grants, caller, budget) {
             Ok(g) => g,
-            Err(e) => return RunResult::refused(run_id, iso, e.code(), e.to_string()),
+            Err(e) => return plain(RunResult::refused(run_id, iso, e.code(), e.to_string())),
         };
         // The floor is checked immediately before the evaluation runs.
         if let Err(e) = self.check_provider(req) {
-            return RunResult::refused(run_id, iso, &e.code, e.message);
+            return plain(RunResult::refused(run_id, iso, &e.code, e.message));
         }
         // Counted as a run in flight, so that the background thread that
         // makes pre-instantiated instances does not compete with it.
         let _busy = self.runtime.warm().busy();
         self.sessions
-            .eval(caller, session_id, req, &env, grants, iso, run_id)
+            .eval(
+                &self.runtime,
+                caller,
+                session_id,
+                req,
+                &env,
+                grants,
+                iso,
+                run_id,
+                turn,
+            )
             .await
+    }
+
+    /// Why `caller`'s session ended, when it ended by itself (idle,
+    /// lifetime, a failure, a newer session of its owner, shutdown) within
+    /// [`crate::session::TOMBSTONE_TTL`]. `None` for an open session, an
+    /// unknown one and another caller's alike.
+    pub fn session_ended(&self, caller: &str, session_id: &str) -> Option<SessionEnd> {
+        self.sessions.ended(caller, session_id)
+    }
+
+    /// Whether `caller`'s session is open.
+    pub fn session_open(&self, caller: &str, session_id: &str) -> bool {
+        self.sessions.is_open(caller, session_id)
+    }
+
+    /// Whether this sandbox's provider keeps sessions (the in-process
+    /// `wasm` provider does; a wrapped one runs one worker per run).
+    pub fn supports_sessions(&self) -> bool {
+        let iso = self.provider.isolation();
+        iso.provider != "disabled" && iso.wrapper.is_none()
     }
 
     /// Closes `caller`'s session. Returns whether it was open.

@@ -1,21 +1,32 @@
-//! Sessions: one interpreter instance kept alive for many evaluations, so
+//! Sessions: interpreter instances kept alive for many evaluations, so
 //! that a notebook's globals persist between cells.
 //!
-//! A session belongs to the caller that opened it: its id is 128 random
-//! bits, and a lookup by anyone else answers exactly as for an id that does
-//! not exist. Each evaluation is a run of its own, with its own envelope,
-//! grants, outputs, CallTrace and deadline; only the instance's memory and
-//! the workspace persist. A session ends when its owner closes it, when it
-//! has been idle for `idle_timeout`, when it reaches its `lifetime`, or when
-//! an evaluation leaves the instance unusable (a trap, a timeout).
+//! A session holds one or more interpreters over **one workspace**: a file
+//! a Python cell writes is there for the next JavaScript cell. It belongs
+//! to the caller that opened it: its id is 128 random bits, and a lookup by
+//! anyone else answers exactly as for an id that does not exist. Each
+//! evaluation is a run of its own, with its own envelope, grants, outputs,
+//! CallTrace and deadline; only the instances' memory and the workspace
+//! persist. Evaluations of one session run one at a time, in arrival order
+//! when the caller asks to wait ([`Turn::Wait`]).
+//!
+//! A session ends when its owner closes it, when it has been idle for its
+//! idle timeout, when it reaches its lifetime, when a newer session of the
+//! same owner replaces it, or — unless it keeps going on failure
+//! ([`SessionOptions::keep_on_failure`]) — when an evaluation leaves its
+//! instance unusable (a trap, a timeout). A notebook session loses only
+//! that interpreter instead; the next cell starts a fresh one. A session
+//! that ended by itself leaves a tombstone for [`TOMBSTONE_TTL`], so its
+//! owner learns why ([`SessionTable::ended`]).
 
 use crate::envelope::Envelope;
-use crate::executor::{self, Classified, Live, Prepared};
+use crate::executor::{self, BrokerSide, Classified, Live, Prepared};
 use crate::grant::GrantSet;
 use crate::guest::Guest;
 use crate::run::{ErrorInfo, RunRequest, RunResult};
 use crate::runtime::Runtime;
 use crate::tier::Isolation;
+use crate::workspace::Workspace;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -56,26 +67,155 @@ pub struct SessionInfo {
     pub idle_timeout_sec: u64,
     /// Seconds after opening at which it is closed.
     pub lifetime_sec: u64,
+    /// The idle timeout in milliseconds (not in the JSON form).
+    #[serde(skip)]
+    pub idle_timeout_ms: u64,
+    /// The lifetime in milliseconds (not in the JSON form).
+    #[serde(skip)]
+    pub lifetime_ms: u64,
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SessionEnd {
+    /// Its owner closed it.
+    Closed,
+    /// It was idle for its idle timeout, or reached its lifetime.
+    Expired,
+    /// An evaluation left its (only) instance unusable.
+    Failed,
+    /// A newer session of the same owner took its place.
+    Replaced,
+    /// The sandbox closed every session (shutting down).
+    Shutdown,
+}
+
+impl SessionEnd {
+    /// The stable snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionEnd::Closed => "closed",
+            SessionEnd::Expired => "expired",
+            SessionEnd::Failed => "failed",
+            SessionEnd::Replaced => "replaced",
+            SessionEnd::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// How long a session that ended by itself is remembered.
+pub const TOMBSTONE_TTL: Duration = Duration::from_secs(600);
+
+/// Tombstones kept at most, across callers; the oldest go first.
+pub const MAX_TOMBSTONES: usize = 4096;
+
+/// Tombstones one caller may hold at most; its oldest go first, so one
+/// caller churning sessions cannot push out another's.
+pub const MAX_TOMBSTONES_PER_CALLER: usize = 256;
+
+/// What a session is opened with.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// Its interpreters, at most one per guest family; they share one
+    /// workspace.
+    pub guests: Vec<Guest>,
+    /// Which of `guests` (by position) start when the session opens; the
+    /// others start with their first evaluation.
+    pub start: Vec<usize>,
+    /// A failed evaluation ends only its interpreter (a notebook), not the
+    /// session.
+    pub keep_on_failure: bool,
+    /// Shortens the operator's lifetime (never lengthens it).
+    pub lifetime: Option<Duration>,
+    /// Shortens the operator's idle timeout (never lengthens it).
+    pub idle_timeout: Option<Duration>,
+    /// An opaque owner tag (the daemon's owner digest) with the cap on one
+    /// owner's sessions of this caller: at the cap, the owner's least
+    /// recently used session with no evaluation in progress is replaced.
+    pub owner: Option<(String, usize)>,
+}
+
+impl SessionOptions {
+    /// One interpreter, started at open; the session ends with it.
+    pub fn single(guest: Guest) -> Self {
+        SessionOptions {
+            guests: vec![guest],
+            start: vec![0],
+            keep_on_failure: false,
+            lifetime: None,
+            idle_timeout: None,
+            owner: None,
+        }
+    }
+}
+
+/// Whether an evaluation that finds its session busy waits its turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    /// Refuse with `session_busy`.
+    Refuse,
+    /// Wait, in arrival order, until the session is free (at most until its
+    /// lifetime ends).
+    Wait,
+}
+
+/// An evaluation's result with what happened to its interpreter.
+#[derive(Debug, Clone)]
+pub struct Evaluated {
+    /// The evaluation, as a run.
+    pub result: RunResult,
+    /// This evaluation is the first of its interpreter instance: nothing an
+    /// earlier cell defined exists in it.
+    pub interpreter_started: bool,
+    /// The instance ended during this evaluation; the next starts afresh.
+    pub interpreter_ended: bool,
 }
 
 struct LiveInstance {
     prepared: Prepared,
     live: Live,
+    /// Evaluations it has run.
+    cells: u64,
 }
 
 struct Slot {
     owner: String,
-    guest: Guest,
+    tag: Option<String>,
+    guests: Vec<Guest>,
+    keep_on_failure: bool,
     created: Instant,
+    lifetime: Duration,
+    idle_timeout: Duration,
     last_used: Mutex<Instant>,
-    /// `None` once the instance has been discarded.
-    instance: tokio::sync::Mutex<Option<LiveInstance>>,
+    state: tokio::sync::Mutex<SlotState>,
+}
+
+struct SlotState {
+    /// `None` once the session has ended.
+    workspace: Option<Arc<Workspace>>,
+    /// One per guest, `None` until started or after it ended.
+    instances: Vec<Option<LiveInstance>>,
+}
+
+impl Slot {
+    fn expired(&self, now: Instant) -> bool {
+        let idle = now
+            .saturating_duration_since(*self.last_used.lock().unwrap_or_else(|p| p.into_inner()));
+        idle >= self.idle_timeout || now.saturating_duration_since(self.created) >= self.lifetime
+    }
+}
+
+struct Tombstone {
+    owner: String,
+    end: SessionEnd,
+    at: Instant,
 }
 
 /// The open sessions of a sandbox.
 pub(crate) struct SessionTable {
     limits: SessionLimits,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
+    tombstones: Mutex<HashMap<String, Tombstone>>,
 }
 
 fn unknown(run_id: String, iso: Isolation) -> RunResult {
@@ -87,11 +227,71 @@ fn unknown(run_id: String, iso: Isolation) -> RunResult {
     )
 }
 
+fn err(code: &str, message: impl Into<String>) -> ErrorInfo {
+    ErrorInfo {
+        code: code.into(),
+        message: message.into(),
+    }
+}
+
+/// Starts an instance of `guest` working in `workspace`.
+async fn start(
+    rt: &Runtime,
+    guest: &Guest,
+    env: &Envelope,
+    workspace: Arc<Workspace>,
+) -> Result<LiveInstance, ErrorInfo> {
+    let mut prepared = executor::prepare_in(
+        rt,
+        &[],
+        env,
+        BrokerSide::Local(GrantSet::empty()),
+        workspace,
+    )?;
+    let wall = Duration::from_millis(env.wall_time_ms);
+    let live = match executor::claim_warm(rt, guest, env, &mut prepared) {
+        Some(live) => live,
+        None => {
+            match tokio::time::timeout(
+                wall,
+                executor::instantiate_for_run(rt, guest, &mut prepared.store),
+            )
+            .await
+            {
+                Ok(Ok(live)) => live,
+                Ok(Err(e)) => {
+                    let busy = e
+                        .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+                        .is_some();
+                    return Err(if busy {
+                        err("busy", "every instance slot is in use; try again shortly")
+                    } else {
+                        err("trap", "the guest failed to start")
+                    });
+                }
+                Err(_) => {
+                    return Err(err(
+                        "timeout",
+                        "the guest did not start within the wall-time limit",
+                    ));
+                }
+            }
+        }
+    };
+    rt.refill_warm(guest);
+    Ok(LiveInstance {
+        prepared,
+        live,
+        cells: 0,
+    })
+}
+
 impl SessionTable {
     pub(crate) fn new(limits: SessionLimits) -> Self {
         SessionTable {
             limits,
             slots: Mutex::new(HashMap::new()),
+            tombstones: Mutex::new(HashMap::new()),
         }
     }
 
@@ -99,28 +299,77 @@ impl SessionTable {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn graves(&self) -> std::sync::MutexGuard<'_, HashMap<String, Tombstone>> {
+        self.tombstones.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Remembers that `id` of `owner` ended by itself, within the caps.
+    fn bury(&self, id: String, owner: &str, end: SessionEnd) {
+        let now = Instant::now();
+        let mut graves = self.graves();
+        graves.retain(|_, t| now.saturating_duration_since(t.at) < TOMBSTONE_TTL);
+        let oldest = |graves: &HashMap<String, Tombstone>, of: Option<&str>| {
+            graves
+                .iter()
+                .filter(|(_, t)| of.is_none_or(|o| t.owner == o))
+                .min_by_key(|(_, t)| t.at)
+                .map(|(k, _)| k.clone())
+        };
+        if graves.values().filter(|t| t.owner == owner).count() >= MAX_TOMBSTONES_PER_CALLER
+            && let Some(k) = oldest(&graves, Some(owner))
+        {
+            graves.remove(&k);
+        }
+        if graves.len() >= MAX_TOMBSTONES
+            && let Some(k) = oldest(&graves, None)
+        {
+            graves.remove(&k);
+        }
+        graves.insert(
+            id,
+            Tombstone {
+                owner: owner.to_owned(),
+                end,
+                at: now,
+            },
+        );
+    }
+
+    /// Why `caller`'s session `id` ended, if it ended by itself within the
+    /// last [`TOMBSTONE_TTL`]; `None` for an open one, an unknown one and
+    /// another caller's alike.
+    pub(crate) fn ended(&self, caller: &str, id: &str) -> Option<SessionEnd> {
+        let graves = self.graves();
+        graves
+            .get(id)
+            .filter(|t| t.owner == caller && t.at.elapsed() < TOMBSTONE_TTL)
+            .map(|t| t.end)
+    }
+
+    /// Whether `caller`'s session `id` is open.
+    pub(crate) fn is_open(&self, caller: &str, id: &str) -> bool {
+        self.lock().get(id).is_some_and(|s| s.owner == caller)
+    }
+
     /// Closes sessions that are idle too long or too old. Their instances
     /// are dropped outside the table's lock.
     pub(crate) fn sweep(&self) {
         let now = Instant::now();
-        let expired: Vec<Arc<Slot>> = {
+        let expired: Vec<(String, Arc<Slot>)> = {
             let mut map = self.lock();
             let ids: Vec<String> = map
                 .iter()
-                .filter(|(_, s)| {
-                    let idle = now.saturating_duration_since(
-                        *s.last_used.lock().unwrap_or_else(|p| p.into_inner()),
-                    );
-                    idle >= self.limits.idle_timeout
-                        || now.saturating_duration_since(s.created) >= self.limits.lifetime
-                })
+                .filter(|(_, s)| s.expired(now))
                 .map(|(id, _)| id.clone())
                 .collect();
-            ids.iter().filter_map(|id| map.remove(id)).collect()
+            ids.into_iter()
+                .filter_map(|id| map.remove(&id).map(|s| (id, s)))
+                .collect()
         };
         // Torn down off this caller's path (sweeps run before every
         // evaluation and open), like a finished run's instance.
-        for slot in expired {
+        for (id, slot) in expired {
+            self.bury(id, &slot.owner, SessionEnd::Expired);
             crate::reaper::reap_instance(slot);
         }
     }
@@ -132,7 +381,10 @@ impl SessionTable {
 
     /// Closes every session; instances are dropped outside the lock.
     pub(crate) fn close_all(&self) {
-        let all: Vec<Arc<Slot>> = self.lock().drain().map(|(_, s)| s).collect();
+        let all: Vec<(String, Arc<Slot>)> = self.lock().drain().collect();
+        for (id, slot) in &all {
+            self.bury(id.clone(), &slot.owner, SessionEnd::Shutdown);
+        }
         drop(all);
     }
 
@@ -146,88 +398,121 @@ impl SessionTable {
         self.lock().len()
     }
 
-    /// Opens a session of `guest` for `caller`.
+    /// At the owner's cap, ends its least recently used session with no
+    /// evaluation in progress (`Replaced`). False when every one is busy.
+    fn make_room_for_owner(&self, caller: &str, tag: &str, cap: usize) -> bool {
+        let victim = {
+            let map = self.lock();
+            let mine: Vec<(&String, &Arc<Slot>)> = map
+                .iter()
+                .filter(|(_, s)| s.owner == caller && s.tag.as_deref() == Some(tag))
+                .collect();
+            if mine.len() < cap.max(1) {
+                return true;
+            }
+            mine.into_iter()
+                .filter(|(_, s)| s.state.try_lock().is_ok())
+                .min_by_key(|(_, s)| *s.last_used.lock().unwrap_or_else(|p| p.into_inner()))
+                .map(|(id, _)| id.clone())
+        };
+        match victim {
+            Some(id) => {
+                self.end(caller, &id, SessionEnd::Replaced);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Opens a session for `caller`.
     pub(crate) async fn open(
         &self,
         rt: &Runtime,
         caller: &str,
-        guest: &Guest,
+        opts: &SessionOptions,
         env: &Envelope,
     ) -> Result<SessionInfo, ErrorInfo> {
         self.sweep();
+        if opts.guests.is_empty() {
+            return Err(err("invalid_request", "a session needs an interpreter"));
+        }
+        if let Some((tag, cap)) = &opts.owner
+            && !self.make_room_for_owner(caller, tag, *cap)
+        {
+            return Err(err(
+                "session_limit",
+                "every session of this owner is evaluating; try again when one is free",
+            ));
+        }
         if self.count_for(caller) >= self.limits.per_caller {
-            return Err(ErrorInfo {
-                code: "session_limit".into(),
-                message: format!(
+            return Err(err(
+                "session_limit",
+                format!(
                     "this caller already has {} open sessions",
                     self.limits.per_caller
                 ),
-            });
+            ));
         }
         if self.len() >= self.limits.total {
-            return Err(ErrorInfo {
-                code: "busy".into(),
-                message: "the host has no room for another session".into(),
-            });
+            return Err(err("busy", "the host has no room for another session"));
         }
         let _busy = rt.warm().busy();
-        let mut prepared = executor::prepare(rt, &RunRequest::default(), env, GrantSet::empty())?;
-        // Measured after every evaluation: walk it only when it changed.
-        prepared.workspace.track_changes();
-        let wall = Duration::from_millis(env.wall_time_ms);
-        let warm = executor::claim_warm(rt, guest, env, &mut prepared);
-        let live = if let Some(live) = warm {
-            live
-        } else {
-            match tokio::time::timeout(
-                wall,
-                executor::instantiate_for_run(rt, guest, &mut prepared.store),
+        let workspace = Workspace::create(rt.workspace_dir()).map_err(|e| {
+            err(
+                "workspace_unavailable",
+                format!("could not create the session's workspace: {e}"),
             )
-            .await
-            {
-                Ok(Ok(live)) => live,
-                Ok(Err(e)) => {
-                    let busy = e
-                        .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
-                        .is_some();
-                    return Err(ErrorInfo {
-                        code: if busy { "busy" } else { "trap" }.into(),
-                        message: if busy {
-                            "every instance slot is in use; try again shortly".into()
-                        } else {
-                            "the guest failed to start".into()
-                        },
-                    });
-                }
-                Err(_) => {
-                    return Err(ErrorInfo {
-                        code: "timeout".into(),
-                        message: "the guest did not start within the wall-time limit".into(),
-                    });
-                }
+        })?;
+        // Measured after every evaluation: walk it only when it changed.
+        workspace.track_changes();
+        let workspace = Arc::new(workspace);
+        let mut instances: Vec<Option<LiveInstance>> = opts.guests.iter().map(|_| None).collect();
+        for &i in &opts.start {
+            if let (Some(guest), Some(cell)) = (opts.guests.get(i), instances.get_mut(i)) {
+                *cell = Some(start(rt, guest, env, workspace.clone()).await?);
             }
-        };
-        rt.refill_warm(guest);
+        }
         let id = crate::run::new_run_id();
         let now = Instant::now();
+        let lifetime = opts
+            .lifetime
+            .map_or(self.limits.lifetime, |l| l.min(self.limits.lifetime));
+        let idle_timeout = opts.idle_timeout.map_or(self.limits.idle_timeout, |l| {
+            l.min(self.limits.idle_timeout)
+        });
         let slot = Arc::new(Slot {
             owner: caller.to_owned(),
-            guest: guest.clone(),
+            tag: opts.owner.as_ref().map(|(t, _)| t.clone()),
+            guests: opts.guests.clone(),
+            keep_on_failure: opts.keep_on_failure,
             created: now,
+            lifetime,
+            idle_timeout,
             last_used: Mutex::new(now),
-            instance: tokio::sync::Mutex::new(Some(LiveInstance { prepared, live })),
+            state: tokio::sync::Mutex::new(SlotState {
+                workspace: Some(workspace),
+                instances,
+            }),
         });
         self.lock().insert(id.clone(), slot);
         Ok(SessionInfo {
             session_id: id,
-            guest: guest.identity().to_owned(),
-            idle_timeout_sec: self.limits.idle_timeout.as_secs(),
-            lifetime_sec: self.limits.lifetime.as_secs(),
+            guest: opts.guests[0].identity().to_owned(),
+            idle_timeout_sec: idle_timeout.as_secs(),
+            lifetime_sec: lifetime.as_secs(),
+            idle_timeout_ms: u64::try_from(idle_timeout.as_millis()).unwrap_or(u64::MAX),
+            lifetime_ms: u64::try_from(lifetime.as_millis()).unwrap_or(u64::MAX),
         })
     }
 
     /// Closes `caller`'s session `id`. Returns whether there was one.
     pub(crate) fn close(&self, caller: &str, id: &str) -> bool {
+        self.end(caller, id, SessionEnd::Closed)
+    }
+
+    /// Ends `caller`'s session `id` for `why`; anything but a close leaves
+    /// a tombstone. Returns whether there was one.
+    pub(crate) fn end(&self, caller: &str, id: &str, why: SessionEnd) -> bool {
         let removed = {
             let mut map = self.lock();
             match map.get(id) {
@@ -237,6 +522,9 @@ impl SessionTable {
         };
         match removed {
             Some(slot) => {
+                if why != SessionEnd::Closed {
+                    self.bury(id.to_owned(), caller, why);
+                }
                 crate::reaper::reap_instance(slot);
                 true
             }
@@ -245,10 +533,12 @@ impl SessionTable {
     }
 
     /// Evaluates `req.code` in `caller`'s session `id`, under `env` and
-    /// `grants`. `check_floor` is called immediately before the guest runs.
+    /// `grants`, with the interpreter for `req.language` (which may be left
+    /// out when the session has one).
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn eval(
         &self,
+        rt: &Runtime,
         caller: &str,
         id: &str,
         req: &RunRequest,
@@ -256,86 +546,140 @@ impl SessionTable {
         grants: GrantSet,
         isolation: Isolation,
         run_id: String,
-    ) -> RunResult {
+        turn: Turn,
+    ) -> Evaluated {
+        let plain = |result: RunResult| Evaluated {
+            result,
+            interpreter_started: false,
+            interpreter_ended: false,
+        };
         self.sweep();
         let started = Instant::now();
         let slot = match self.lock().get(id) {
             Some(s) if s.owner == caller => s.clone(),
-            _ => return unknown(run_id, isolation),
+            _ => return plain(unknown(run_id, isolation)),
         };
-        let Ok(mut guard) = slot.instance.try_lock() else {
-            return RunResult::refused(
-                run_id,
-                isolation,
-                "session_busy",
-                "the session is already evaluating; wait for it to finish",
-            );
+        let mut guard = match turn {
+            Turn::Refuse => match slot.state.try_lock() {
+                Ok(g) => g,
+                Err(_) => {
+                    return plain(RunResult::refused(
+                        run_id,
+                        isolation,
+                        "session_busy",
+                        "the session is already evaluating; wait for it to finish",
+                    ));
+                }
+            },
+            Turn::Wait => {
+                // tokio's mutex is fair: waiters get it in arrival order.
+                let left = slot.lifetime.saturating_sub(slot.created.elapsed());
+                match tokio::time::timeout(left, slot.state.lock()).await {
+                    Ok(g) => g,
+                    Err(_) => {
+                        self.sweep();
+                        return plain(unknown(run_id, isolation));
+                    }
+                }
+            }
         };
-        let Some(inst) = guard.as_mut() else {
-            return unknown(run_id, isolation);
+        let state = &mut *guard;
+        let Some(workspace) = state.workspace.clone() else {
+            return plain(unknown(run_id, isolation));
         };
-        // A session evaluation cannot switch guests: a request that names
-        // one must name the session's.
-        if let Some(want) = &req.require_identity
-            && want != slot.guest.identity()
-        {
-            return RunResult::refused(
-                run_id,
-                isolation,
-                "identity_mismatch",
-                format!(
-                    "`require_identity` names another guest; the session runs {}",
-                    slot.guest.identity()
-                ),
-            );
-        }
-        if req.component.is_some() {
-            return RunResult::refused(
-                run_id,
-                isolation,
-                "invalid_request",
-                "a session evaluation runs the session's guest; leave out `component`",
-            );
-        }
-        if let Some(language) = req.language
-            && language.identity_family() != slot.guest.family()
-        {
+        // Which of the session's interpreters: the one `language` names, or
+        // its only one.
+        let index = match req.language {
+            Some(language) => slot
+                .guests
+                .iter()
+                .position(|g| g.family() == language.identity_family()),
+            None if slot.guests.len() == 1 => Some(0),
+            None => None,
+        };
+        let Some(index) = index else {
+            let families: Vec<&str> = slot.guests.iter().map(|g| g.family()).collect();
             let mut r = RunResult::refused(
                 run_id,
                 isolation,
                 "invalid_request",
                 format!(
-                    "`language` does not apply: this session runs {}; leave it out or name the session's language",
-                    slot.guest.family()
+                    "`language` does not apply: this session runs {}; name one of them",
+                    families.join(" and ")
                 ),
             );
             // The audit line names the session's guest, not the claim.
-            r.guest = Some(slot.guest.identity().to_owned());
-            return r;
+            r.guest = slot.guests.first().map(|g| g.identity().to_owned());
+            return plain(r);
+        };
+        let guest = slot.guests[index].clone();
+        // A session evaluation cannot switch guests: a request that names
+        // one must name the session's.
+        if let Some(want) = &req.require_identity
+            && want != guest.identity()
+        {
+            return plain(RunResult::refused(
+                run_id,
+                isolation,
+                "identity_mismatch",
+                format!(
+                    "`require_identity` names another guest; the session runs {}",
+                    guest.identity()
+                ),
+            ));
+        }
+        if req.component.is_some() {
+            return plain(RunResult::refused(
+                run_id,
+                isolation,
+                "invalid_request",
+                "a session evaluation runs the session's guest; leave out `component`",
+            ));
         }
         if !req.stdin.is_empty() {
-            return RunResult::refused(
+            return plain(RunResult::refused(
                 run_id,
                 isolation,
                 "invalid_request",
                 "a session evaluation takes no stdin",
-            );
+            ));
         }
         if req
             .code
             .as_ref()
             .is_some_and(|c| c.len() as u64 > env.code_bytes)
         {
-            return RunResult::refused(
+            return plain(RunResult::refused(
                 run_id,
                 isolation,
                 "invalid_request",
                 format!("the code is longer than {} bytes", env.code_bytes),
-            );
+            ));
         }
-        if let Err(e) = inst.prepared.workspace.place_files(&req.files, env) {
-            return RunResult::refused(run_id, isolation, "invalid_request", e.to_string());
+        if let Err(e) = workspace.place_files(&req.files, env) {
+            return plain(RunResult::refused(
+                run_id,
+                isolation,
+                "invalid_request",
+                e.to_string(),
+            ));
         }
+        let cell = &mut state.instances[index];
+        if cell.is_none() {
+            match start(rt, &guest, env, workspace.clone()).await {
+                Ok(inst) => *cell = Some(inst),
+                Err(e) => {
+                    let mut r = RunResult::refused(run_id, isolation, &e.code, e.message);
+                    r.guest = Some(guest.identity().to_owned());
+                    return plain(r);
+                }
+            }
+        }
+        let Some(inst) = cell.as_mut() else {
+            return plain(unknown(run_id, isolation));
+        };
+        let interpreter_started = inst.cells == 0;
+        inst.cells += 1;
         executor::reset_for_next_run(&mut inst.prepared, env, grants);
         let wall = Duration::from_millis(env.wall_time_ms);
         let code = req.code.as_deref().unwrap_or("");
@@ -345,22 +689,37 @@ impl SessionTable {
         let mut r = executor::report(
             &mut inst.prepared,
             env,
+            &req.capture,
             classified,
             isolation,
             run_id,
-            &slot.guest,
+            &guest,
         );
         r.usage.wall_ms = started.elapsed().as_secs_f64() * 1e3;
         r.session_id = Some(id.to_owned());
         *slot.last_used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        let mut interpreter_ended = false;
         if !reusable {
             // The instance stopped mid-evaluation (a trap or an interrupt):
-            // its state cannot be trusted, so the session ends here.
-            *guard = None;
-            drop(guard);
-            self.lock().remove(id);
-            r.session_closed = true;
+            // its state cannot be trusted.
+            interpreter_ended = true;
+            if let Some(dead) = cell.take() {
+                crate::reaper::reap_instance(dead);
+            }
+            if !slot.keep_on_failure {
+                // The session ends with its only interpreter.
+                state.workspace = None;
+                state.instances.clear();
+                drop(guard);
+                if self.end(caller, id, SessionEnd::Failed) {
+                    r.session_closed = true;
+                }
+            }
         }
-        r
+        Evaluated {
+            result: r,
+            interpreter_started,
+            interpreter_ended,
+        }
     }
 }

@@ -205,6 +205,78 @@ impl Workspace {
     }
 }
 
+impl Workspace {
+    /// Reads the files `paths` names (relative to `/work`), in that order,
+    /// within the envelope's artifact caps: the project artifacts a caller
+    /// asked for by name. A path that is not a plain relative path, names
+    /// no regular file (a symlink, a directory, nothing) or cannot be read
+    /// is refused by name with the reason; one past the caps sets
+    /// `truncated`. Call only while no guest runs in the workspace.
+    pub fn collect_named(&self, paths: &[String], env: &Envelope) -> Collected {
+        let mut c = Collected::default();
+        let mut budget = (env.artifact_files, env.artifact_bytes);
+        for shown in paths {
+            let refuse = |c: &mut Collected, reason: &str| {
+                c.refused.push(RefusedArtifact {
+                    path: shown.chars().take(256).collect(),
+                    reason: reason.to_owned(),
+                })
+            };
+            let Ok(rel) = check_relative_path(shown) else {
+                refuse(&mut c, "name_not_allowed");
+                continue;
+            };
+            // Within the root whatever the path holds (cap-std); the last
+            // component must itself be a regular file, never a link.
+            let md = match self.root.symlink_metadata(&rel) {
+                Ok(md) => md,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    refuse(&mut c, "missing");
+                    continue;
+                }
+                Err(_) => {
+                    refuse(&mut c, "unreadable");
+                    continue;
+                }
+            };
+            if md.file_type().is_symlink() {
+                refuse(&mut c, "symlink");
+                continue;
+            }
+            if !md.is_file() {
+                refuse(&mut c, "not_a_regular_file");
+                continue;
+            }
+            if c.truncated || budget.0 == 0 || md.len() > budget.1 {
+                c.truncated = true;
+                continue;
+            }
+            let mut content = Vec::new();
+            let read = self
+                .root
+                .open(&rel)
+                .and_then(|f| f.take(budget.1.saturating_add(1)).read_to_end(&mut content));
+            if read.is_err() {
+                refuse(&mut c, "unreadable");
+                continue;
+            }
+            if content.len() as u64 > budget.1 {
+                c.truncated = true;
+                continue;
+            }
+            budget.0 -= 1;
+            budget.1 -= content.len() as u64;
+            c.artifacts.push(Artifact {
+                path: shown.clone(),
+                size: content.len() as u64,
+                sha256: hex::encode(Sha256::digest(&content)),
+                content: Blob(content),
+            });
+        }
+        c
+    }
+}
+
 /// Whether `p` is a path this module would accept inside the workspace:
 /// relative, plain segments only (no `..`, `.`, empty segments, backslashes
 /// or control characters), within the length and depth caps.
@@ -413,6 +485,42 @@ mod tests {
         ws.root.write(OUT_DIR, b"not a dir").expect("write out");
         assert!(!ws.usage(100).out_empty);
         assert_eq!(ws.collect_artifacts(&Envelope::default()).refused.len(), 1);
+    }
+
+    #[test]
+    fn named_files_are_read_in_order_and_links_refused() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::create(base.path()).expect("workspace");
+        ws.place_files(
+            &[file("b.txt", "bee"), file("d/a.txt", "a")],
+            &Envelope::default(),
+        )
+        .expect("placed");
+        std::os::unix::fs::symlink("/etc/passwd", ws.host_path().join("link")).expect("link");
+        let names: Vec<String> = ["d/a.txt", "b.txt", "link", "nope", "../x", "d"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let c = ws.collect_named(&names, &Envelope::default());
+        let got: Vec<_> = c.artifacts.iter().map(|a| a.path.as_str()).collect();
+        assert_eq!(got, ["d/a.txt", "b.txt"]);
+        assert_eq!(c.artifacts[1].content.as_bytes(), b"bee");
+        let reasons: Vec<_> = c.refused.iter().map(|r| r.reason.as_str()).collect();
+        assert_eq!(
+            reasons,
+            [
+                "symlink",
+                "missing",
+                "name_not_allowed",
+                "not_a_regular_file"
+            ]
+        );
+        let env = Envelope {
+            artifact_bytes: 2,
+            ..Envelope::default()
+        };
+        let c = ws.collect_named(&names[..2], &env);
+        assert!(c.truncated && c.artifacts.len() == 1, "{c:?}");
     }
 
     #[test]

@@ -478,6 +478,27 @@ mod tests {
     }
 
     #[test]
+    fn fs_reads_and_writes_the_files_it_is_given() {
+        let dir = std::env::temp_dir().join(format!("plimsoll-js-fs-{}", std::process::id()));
+        let d = dir.display();
+        assert_eq!(
+            ok(&format!(
+                "fs.mkdirSync('{d}/a', {{recursive: true}}); fs.writeFileSync('{d}/a/x.txt', 'h\\u00e9'); \
+                 fs.appendFileSync('{d}/a/x.txt', '!'); \
+                 [fs.readFileSync('{d}/a/x.txt', 'utf8'), fs.readFileSync('{d}/a/x.txt').length, \
+                  fs.readdirSync('{d}/a'), fs.existsSync('{d}/a/y')]"
+            )),
+            "[\"h\u{e9}!\",4,[\"x.txt\"],false]"
+        );
+        let e = err(&format!("fs.readFileSync('{d}/missing', 'utf8')"));
+        assert!(e.contains("ENOENT: open"), "{e}");
+        assert!(!e.contains("<prelude>"), "prelude frames leak: {e}");
+        let e = err("fs.readFileSync(1)");
+        assert!(e.contains("the path must be a string"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn plimsoll_validates_before_calling_the_broker() {
         let e = err("await plimsoll.get(1, '/x')");
         assert!(

@@ -1,4 +1,4 @@
-//! The native functions under `console` and `plimsoll`.
+//! The native functions under `console`, `plimsoll` and `fs`.
 //!
 //! `prelude.js` validates and normalises every argument before it calls
 //! these (strings are well-formed, headers are `[name, value]` pairs, bodies
@@ -12,13 +12,144 @@ use rquickjs::{Array, Ctx, Exception, Function, Object, Result, TypedArray, Valu
 
 use crate::bindings::plimsoll::sandbox::broker;
 
-/// The object handed to the prelude: `{ write, call, random }`.
+/// The object handed to the prelude: `{ write, call, random }` and the
+/// file functions behind `fs`.
 pub fn object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
     let natives = Object::new(ctx.clone())?;
     natives.set("write", Function::new(ctx.clone(), write)?)?;
     natives.set("call", Function::new(ctx.clone(), call)?)?;
     natives.set("random", Function::new(ctx.clone(), random)?)?;
+    natives.set("fsRead", Function::new(ctx.clone(), fs_read)?)?;
+    natives.set("fsWrite", Function::new(ctx.clone(), fs_write)?)?;
+    natives.set("fsList", Function::new(ctx.clone(), fs_list)?)?;
+    natives.set("fsExists", Function::new(ctx.clone(), fs_exists)?)?;
+    natives.set("fsMkdir", Function::new(ctx.clone(), fs_mkdir)?)?;
+    natives.set("fsRemove", Function::new(ctx.clone(), fs_remove)?)?;
     Ok(natives)
+}
+
+/// The largest file `fs.readFileSync` reads, bytes: past it the call
+/// throws instead of growing the heap until the instance's memory runs out.
+const MAX_READ: u64 = 256 << 20;
+
+/// A path as the guest means it: relative paths are in the workspace
+/// (`/work`), the interpreter's working directory. What the path reaches is
+/// only what the host preopened; nothing here widens it.
+fn work_path(path: &str) -> std::path::PathBuf {
+    if path.starts_with('/') {
+        std::path::PathBuf::from(path)
+    } else {
+        std::path::Path::new("/work").join(path)
+    }
+}
+
+/// Node's error code for an I/O error.
+fn io_code(e: &std::io::Error) -> &'static str {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::NotFound => "ENOENT",
+        K::PermissionDenied => "EACCES",
+        K::AlreadyExists => "EEXIST",
+        K::IsADirectory => "EISDIR",
+        K::NotADirectory => "ENOTDIR",
+        K::DirectoryNotEmpty => "ENOTEMPTY",
+        K::InvalidInput | K::InvalidData => "EINVAL",
+        K::StorageFull | K::QuotaExceeded => "ENOSPC",
+        K::FileTooLarge => "EFBIG",
+        _ => "EIO",
+    }
+}
+
+/// `{ value }` or `{ error: code }`, for the prelude to return or throw.
+fn outcome<'js, T: rquickjs::IntoJs<'js>>(
+    ctx: &Ctx<'js>,
+    r: std::io::Result<T>,
+) -> Result<Object<'js>> {
+    let out = Object::new(ctx.clone())?;
+    match r {
+        Ok(v) => out.set("value", v)?,
+        Err(e) => out.set("error", io_code(&e))?,
+    }
+    Ok(out)
+}
+
+/// `fsRead(path, text)`: the file's bytes, or its text when `text` (which
+/// must then be UTF-8).
+fn fs_read<'js>(ctx: Ctx<'js>, path: String, text: bool) -> Result<Object<'js>> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    let read = std::fs::File::open(work_path(&path)).and_then(|f| {
+        f.take(MAX_READ + 1).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > MAX_READ {
+            return Err(std::io::Error::from(std::io::ErrorKind::FileTooLarge));
+        }
+        Ok(())
+    });
+    if let Err(e) = read {
+        return outcome::<bool>(&ctx, Err(e));
+    }
+    if text {
+        let s = String::from_utf8(bytes)
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidData));
+        return outcome(&ctx, s);
+    }
+    let array = TypedArray::<u8>::new(ctx.clone(), bytes)?;
+    outcome(&ctx, Ok(array))
+}
+
+/// `fsWrite(path, data, append)`: writes (or appends) a string or bytes.
+fn fs_write<'js>(ctx: Ctx<'js>, path: String, data: Value<'js>, append: bool) -> Result<Object<'js>> {
+    use std::io::Write as _;
+    let bytes = body_bytes(&ctx, data)?;
+    let r = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(append)
+        .truncate(!append)
+        .open(work_path(&path))
+        .and_then(|mut f| f.write_all(&bytes))
+        .map(|()| true);
+    outcome(&ctx, r)
+}
+
+/// `fsList(path)`: the names in a directory, sorted.
+fn fs_list<'js>(ctx: Ctx<'js>, path: String) -> Result<Object<'js>> {
+    let r = std::fs::read_dir(work_path(&path)).and_then(|entries| {
+        let mut names = Vec::new();
+        for entry in entries {
+            names.push(entry?.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    });
+    outcome(&ctx, r)
+}
+
+/// `fsExists(path)`.
+fn fs_exists(path: String) -> bool {
+    std::fs::metadata(work_path(&path)).is_ok()
+}
+
+/// `fsMkdir(path, recursive)`.
+fn fs_mkdir<'js>(ctx: Ctx<'js>, path: String, recursive: bool) -> Result<Object<'js>> {
+    let p = work_path(&path);
+    let r = if recursive {
+        std::fs::create_dir_all(p)
+    } else {
+        std::fs::create_dir(p)
+    };
+    outcome(&ctx, r.map(|()| true))
+}
+
+/// `fsRemove(path)`: a file, or an empty directory.
+fn fs_remove<'js>(ctx: Ctx<'js>, path: String) -> Result<Object<'js>> {
+    let p = work_path(&path);
+    let r = match std::fs::symlink_metadata(&p) {
+        Ok(md) if md.is_dir() => std::fs::remove_dir(p),
+        Ok(_) => std::fs::remove_file(p),
+        Err(e) => Err(e),
+    };
+    outcome(&ctx, r.map(|()| true))
 }
 
 thread_local! {

@@ -355,6 +355,70 @@
     };
     defineProperty(globalThis, "plimsoll", { value: freeze(plimsoll), writable: true, configurable: true, enumerable: false });
 
+    // ---- fs: the workspace, as Node's synchronous calls ---------------------
+
+    function fsPath(path) {
+        if (typeof path !== "string") throw new TypeError("the path must be a string");
+        return wellFormed(path);
+    }
+
+    function fsData(data) {
+        if (typeof data === "string") return wellFormed(data);
+        if (data instanceof Uint8ArrayCtor) return data;
+        if (data instanceof ArrayBufferCtor) return new Uint8ArrayCtor(data);
+        if (isView(data)) return new Uint8ArrayCtor(data.buffer, data.byteOffset, data.byteLength);
+        return wellFormed(safeString(data));
+    }
+
+    function fsResult(raw, syscall, path) {
+        if (raw.error !== undefined) {
+            const e = new ErrorBase(raw.error + ": " + syscall + " '" + path + "'");
+            e.code = raw.error;
+            e.syscall = syscall;
+            e.path = path;
+            throw hidePreludeFrames(e);
+        }
+        return raw.value;
+    }
+
+    function encodingOf(options) {
+        const enc = typeof options === "string" ? options : (options && options.encoding);
+        if (enc === undefined || enc === null) return false;
+        if (enc === "utf8" || enc === "utf-8") return true;
+        throw new TypeError("only the utf8 encoding is supported");
+    }
+
+    const fs = {
+        readFileSync(path, options) {
+            path = fsPath(path);
+            return fsResult(native.fsRead(path, encodingOf(options)), "open", path);
+        },
+        writeFileSync(path, data) {
+            path = fsPath(path);
+            fsResult(native.fsWrite(path, fsData(data), false), "open", path);
+        },
+        appendFileSync(path, data) {
+            path = fsPath(path);
+            fsResult(native.fsWrite(path, fsData(data), true), "open", path);
+        },
+        existsSync(path) {
+            return typeof path === "string" && native.fsExists(wellFormed(path));
+        },
+        readdirSync(path) {
+            path = fsPath(path === undefined ? "." : path);
+            return fsResult(native.fsList(path), "scandir", path);
+        },
+        mkdirSync(path, options) {
+            path = fsPath(path);
+            fsResult(native.fsMkdir(path, !!(options && options.recursive)), "mkdir", path);
+        },
+        unlinkSync(path) {
+            path = fsPath(path);
+            fsResult(native.fsRemove(path), "unlink", path);
+        },
+    };
+    defineProperty(globalThis, "fs", { value: freeze(fs), writable: true, configurable: true, enumerable: false });
+
     // ---- helpers for Rust ------------------------------------------------------
 
     return {

@@ -56,6 +56,11 @@ pub struct App {
     pub body_shares: std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>,
     /// Time a client has to send its body.
     pub body_timeout: Duration,
+    /// Sessions one owner (of one caller) may hold over the protocol
+    /// (`SANDBOX_MAX_SESSIONS_PER_OWNER`); 0: no per-owner cap.
+    pub max_sessions_per_owner: u32,
+    /// The protocol's sessions: their chains of records.
+    pub connect_sessions: crate::connect::sessions::Sessions,
 }
 
 /// One caller's share of the in-flight body budget, in KiB: the budget
@@ -78,6 +83,10 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .route("/v1/sessions/{id}/runs", post(session_run))
         .route("/v1/sessions/{id}", delete(close_session))
         .route("/v1/info", get(info))
+        .route(
+            "/plimsoll.v1.SandboxService/{procedure}",
+            post(crate::connect::handle),
+        )
         .route("/v1/openapi.json", get(openapi))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -158,7 +167,7 @@ pub struct CallerInfo {
 }
 
 impl App {
-    fn authorize(
+    pub(crate) fn authorize(
         &self,
         headers: &HeaderMap,
         scope: Option<Scope>,
@@ -188,7 +197,7 @@ impl App {
         Ok(caller)
     }
 
-    fn shed(&self, s: Shed) -> ApiError {
+    pub(crate) fn shed(&self, s: Shed) -> ApiError {
         self.metrics.shed(s.code());
         let msg = match s {
             Shed::RateLimited { .. } => "this caller's rate limit is reached",
@@ -207,7 +216,7 @@ impl App {
         }
     }
 
-    fn check_open(&self) -> Result<(), ApiError> {
+    pub(crate) fn check_open(&self) -> Result<(), ApiError> {
         if self.draining.load(Ordering::Acquire) {
             self.metrics.shed("draining");
             return Err(ApiError::new(
@@ -218,7 +227,7 @@ impl App {
         Ok(())
     }
 
-    fn check_audit(&self) -> Result<(), ApiError> {
+    pub(crate) fn check_audit(&self) -> Result<(), ApiError> {
         if !self.audit.healthy() {
             self.metrics.shed("audit_unavailable");
             return Err(ApiError::new(
@@ -231,7 +240,11 @@ impl App {
 
     /// Checks the request's grants and limits against the caller, and pins
     /// its limits to the caller's envelope lowered by the request's.
-    fn bind_to_caller(&self, caller: &Caller, req: &mut RunRequest) -> Result<(), ApiError> {
+    pub(crate) fn bind_to_caller(
+        &self,
+        caller: &Caller,
+        req: &mut RunRequest,
+    ) -> Result<(), ApiError> {
         check_profiles(caller, &req.grants)?;
         let env = caller
             .envelope
@@ -241,7 +254,12 @@ impl App {
         Ok(())
     }
 
-    fn base_record(&self, event: &'static str, caller: &Caller, iso: &Isolation) -> AuditRecord {
+    pub(crate) fn base_record(
+        &self,
+        event: &'static str,
+        caller: &Caller,
+        iso: &Isolation,
+    ) -> AuditRecord {
         AuditRecord {
             time: now_rfc3339(),
             event,
@@ -252,7 +270,7 @@ impl App {
         }
     }
 
-    fn run_record(
+    pub(crate) fn run_record(
         &self,
         event: &'static str,
         caller: &Caller,
@@ -262,7 +280,11 @@ impl App {
     ) -> AuditRecord {
         let mut rec = self.base_record(event, caller, &r.isolation);
         rec.run_id = Some(r.run_id.clone());
-        rec.session_id = r.session_id.clone();
+        // The session's fingerprint, never its id (a capability).
+        rec.session_id = r
+            .session_id
+            .as_deref()
+            .map(crate::connect::record::fingerprint);
         rec.guest = r.guest.clone();
         // What ran, never what the caller claimed.
         rec.language = ran_language(req, r);
@@ -298,16 +320,9 @@ impl App {
         r: RunResult,
         started: Instant,
     ) -> Response {
-        if r.status != Status::Refused {
-            self.quotas
-                .ledger
-                .charge(&caller.id, r.usage.wall_ms.ceil() as u64);
-        }
-        let language = ran_language(req, &r).unwrap_or("component");
-        self.metrics.run(&caller.id, language, &r);
         let rec = self.run_record(event, caller, req, &r, started);
-        if let Err(e) = self.audit.record(&rec).await {
-            return ApiError::new("audit_unavailable", e.to_string()).into_response();
+        if let Err(e) = self.settle(caller, req, &r, rec).await {
+            return e.into_response();
         }
         if r.status == Status::Refused {
             let (code, message) = r
@@ -322,7 +337,32 @@ impl App {
     }
 }
 
-fn check_profiles(caller: &Caller, grants: &[String]) -> Result<(), ApiError> {
+impl App {
+    /// Charges a finished run to its caller's allowance, counts it, and
+    /// makes its audit record `rec` durable. An error means the run must
+    /// not be answered with its result.
+    pub(crate) async fn settle(
+        &self,
+        caller: &Caller,
+        req: &RunRequest,
+        r: &RunResult,
+        rec: AuditRecord,
+    ) -> Result<(), ApiError> {
+        if r.status != Status::Refused {
+            self.quotas
+                .ledger
+                .charge(&caller.id, r.usage.wall_ms.ceil() as u64);
+        }
+        let language = ran_language(req, r).unwrap_or("component");
+        self.metrics.run(&caller.id, language, r);
+        self.audit
+            .record(&rec)
+            .await
+            .map_err(|e| ApiError::new("audit_unavailable", e.to_string()))
+    }
+}
+
+pub(crate) fn check_profiles(caller: &Caller, grants: &[String]) -> Result<(), ApiError> {
     for (i, g) in grants.iter().enumerate() {
         if !caller.may_use_profile(g) {
             // The position, never the name: no message echoes the body.
@@ -426,7 +466,7 @@ impl BodyPermit {
 /// host-wide budget (a declared `Content-Length` reserves nothing: a slow
 /// upload holds only what it has sent); the permit holds both until the
 /// request is done.
-async fn read_body(
+pub(crate) async fn read_body(
     app: &App,
     caller: &Caller,
     headers: &HeaderMap,
@@ -601,7 +641,7 @@ pub async fn open_session(State(app): State<Arc<App>>, headers: HeaderMap, body:
     rec.handling_ms = started.elapsed().as_secs_f64() * 1e3;
     match &opened {
         Ok(info) => {
-            rec.session_id = Some(info.session_id.clone());
+            rec.session_id = Some(crate::connect::record::fingerprint(&info.session_id));
             rec.guest = Some(info.guest.clone());
             rec.outcome = "ok".into();
         }
@@ -624,14 +664,14 @@ pub async fn open_session(State(app): State<Arc<App>>, headers: HeaderMap, body:
 
 /// The language of the guest that ran (from its identity); for a run that
 /// resolved no guest, the request's (a closed set of names either way).
-fn ran_language(req: &RunRequest, r: &RunResult) -> Option<&'static str> {
+pub(crate) fn ran_language(req: &RunRequest, r: &RunResult) -> Option<&'static str> {
     match r.guest.as_deref() {
         Some(identity) => Language::from_identity(identity).map(Language::as_str),
         None => req.language.map(Language::as_str),
     }
 }
 
-fn valid_session_id(id: &str) -> bool {
+pub(crate) fn valid_session_id(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
@@ -701,7 +741,7 @@ pub async fn close_session(
         .into_response();
     }
     let mut rec = app.base_record("session_close", &caller, &app.sandbox.isolation());
-    rec.session_id = Some(id);
+    rec.session_id = Some(crate::connect::record::fingerprint(&id));
     rec.outcome = "ok".into();
     // The session is closed whatever happens to the record; a failed write
     // still marks the log unhealthy, which stops further runs.

@@ -63,8 +63,18 @@ pub struct AuditRecord {
     pub event: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// The session's fingerprint (SHA-256 of its id, hex), never the id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// `connect` for a call of plimsoll protocol 4; absent for REST.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<&'static str>,
+    /// The caller's trace id (protocol 4), when valid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// The run record's digest (protocol 4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record_sha256: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub caller: Option<String>,
     pub provider: String,

@@ -45,6 +45,8 @@ pub const MAX_INFLIGHT_ENV: &str = "PLIMSOLL_MAX_INFLIGHT";
 pub const MAX_CONNECTIONS_ENV: &str = "PLIMSOLL_MAX_CONNECTIONS";
 /// Connections one peer address may hold before authenticating.
 pub const MAX_UNAUTHENTICATED_PER_PEER_ENV: &str = "PLIMSOLL_MAX_UNAUTHENTICATED_PER_PEER";
+/// Protocol sessions one owner of one caller may hold (0: no cap).
+pub const MAX_SESSIONS_PER_OWNER_ENV: &str = "SANDBOX_MAX_SESSIONS_PER_OWNER";
 /// Seconds a client has to send its request head.
 pub const HEADER_TIMEOUT_ENV: &str = "PLIMSOLL_HEADER_TIMEOUT_SECS";
 /// Seconds SIGTERM waits for in-flight runs.
@@ -92,6 +94,8 @@ pub struct DaemonConfig {
     /// Connections one peer may hold before authenticating (the oldest is
     /// replaced past it; see `server.rs`).
     pub max_unauthenticated_per_peer: usize,
+    /// Protocol sessions one owner may hold (`SANDBOX_MAX_SESSIONS_PER_OWNER`).
+    pub max_sessions_per_owner: u32,
     /// How long SIGTERM waits for in-flight runs.
     pub drain: Duration,
     /// How long a client may take to send its request head (slowloris).
@@ -222,6 +226,7 @@ impl DaemonConfig {
                 crate::server::DEFAULT_UNAUTHENTICATED_PER_PEER,
             )?
             .max(1),
+            max_sessions_per_owner: number(MAX_SESSIONS_PER_OWNER_ENV, 2u32)?,
             drain: Duration::from_secs(number(DRAIN_SECS_ENV, 30u64)?),
             header_timeout: Duration::from_secs(number(HEADER_TIMEOUT_ENV, 10u64)?.max(1)),
             body_timeout: Duration::from_secs(30),

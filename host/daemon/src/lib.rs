@@ -12,6 +12,7 @@ pub mod api;
 pub mod audit;
 pub mod callers;
 pub mod config;
+pub mod connect;
 pub mod error;
 pub mod hardened;
 pub mod metrics;

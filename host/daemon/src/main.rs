@@ -271,6 +271,8 @@ async fn run() -> ExitCode {
         )),
         body_shares,
         body_timeout: cfg.body_timeout,
+        max_sessions_per_owner: cfg.max_sessions_per_owner,
+        connect_sessions: Default::default(),
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let limits = ConnLimits {
