@@ -2024,3 +2024,70 @@ fn a_session_call_that_ran_but_could_not_be_audited_continues_the_chain_unanswer
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn protocol_calls_of_one_session_wait_their_turn_and_chain_in_order() {
+    let d = Setup::new(None).start();
+    let id = "00112233445566778899aabbccddeeff";
+    let r = connect_call(
+        &d,
+        "OpenSession",
+        id,
+        br#"{"protocol":4,"languages":["python"]}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let session = r.json()["sessionId"].as_str().expect("id").to_string();
+    // Four calls at once, each busy for a while: none is answered busy,
+    // and their records are the chain's links 1 to 4, each after the last.
+    let addr = d.addr;
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let session = session.clone();
+            std::thread::spawn(move || {
+                let body = format!(
+                    r#"{{"protocol":4,"sessionId":"{session}","cell":{{"language":"python","code":"import time\ntime.sleep(0.2)\n{i}"}}}}"#
+                );
+                let mut raw = format!(
+                    "POST /plimsoll.v1.SandboxService/SessionRun HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+                     Authorization: Bearer {ALICE}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                    body.len()
+                )
+                .into_bytes();
+                raw.extend_from_slice(body.as_bytes());
+                let s = TcpStream::connect(addr).expect("connect");
+                s.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+                exchange(s, &raw).expect("exchange")
+            })
+        })
+        .collect();
+    let mut links = Vec::new();
+    for h in handles {
+        let r = h.join().expect("thread");
+        assert_eq!(r.status, 200, "{}", r.body);
+        let rec = r.json()["run"]["record"].clone();
+        links.push((
+            rec["sequence"]
+                .as_str()
+                .and_then(|s| s.parse::<u64>().ok())
+                .expect("sequence"),
+            rec["previousSha256"].as_str().unwrap_or("").to_string(),
+            rec["recordSha256"].as_str().expect("digest").to_string(),
+        ));
+    }
+    links.sort();
+    assert_eq!(links.iter().map(|l| l.0).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    assert_eq!(links[0].1, "");
+    for w in links.windows(2) {
+        assert_eq!(w[1].1, w[0].2, "link {} does not follow {}", w[1].0, w[0].0);
+    }
+    let r = connect_call(
+        &d,
+        "CloseSession",
+        id,
+        format!(r#"{{"protocol":4,"sessionId":"{session}"}}"#).as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["calls"], "4");
+    assert_eq!(r.json()["lastRecordSha256"], links[3].2.as_str());
+    assert_eq!(r.json()["ended"], "SESSION_END_CLOSED");
+}

@@ -190,4 +190,19 @@ if SESSIONS:
     summary = first.close()
     check("close after replacement: the tombstone answers", summary.end == "replaced", summary)
 
+    # A session that ends by itself keeps a tombstone: calls learn why, and
+    # a late close still gets its count.
+    import time
+    short = c.open_session(idle_timeout=0.3)
+    short.run_cell("1", "javascript")
+    time.sleep(1.0)
+    try:
+        short.run_cell("2", "javascript")
+        check("idle session", False, "ran after its idle timeout")
+    except SessionEndedError as e:
+        check("idle session: ended, expired, nothing ran", e.reason == "expired" and e.not_dispatched == "request", e)
+    summary = short.close()
+    check("late close of an expired session: its count", summary.calls == 1 and summary.end == "expired", summary)
+
+
 print("all checks passed")
