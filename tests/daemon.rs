@@ -2080,6 +2080,24 @@ fn protocol_calls_of_one_session_wait_their_turn_and_chain_in_order() {
     for w in links.windows(2) {
         assert_eq!(w[1].1, w[0].2, "link {} does not follow {}", w[1].0, w[0].0);
     }
+    // The REST API does not reach a protocol session: a call there would
+    // be missing from its chain.
+    let r = call(
+        d.addr,
+        "POST",
+        &format!("/v1/sessions/{session}/runs"),
+        Some(ALICE),
+        Some(r#"{"language": "python", "code": "1"}"#),
+    );
+    assert_eq!(r.code(), "unknown_session", "{}", r.body);
+    let r = call(
+        d.addr,
+        "DELETE",
+        &format!("/v1/sessions/{session}"),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!(r.code(), "unknown_session", "{}", r.body);
     let r = connect_call(
         &d,
         "CloseSession",

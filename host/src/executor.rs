@@ -364,19 +364,21 @@ pub(crate) async fn instantiate_for_run(
             // by finished runs still queued for teardown, are free to take:
             // let them go, then try once more. Both waits block, so they
             // run on tokio's blocking pool, not on this worker thread.
+            //
+            // The retry happens even when nothing was waiting by the time
+            // this looked: the reaper may have finished a teardown between
+            // the failed attempt and the look (measured: under CPU load a
+            // run in a one-slot pool was refused `busy` with the slot
+            // already free).
             let owned = rt.clone();
-            let freed = tokio::task::spawn_blocking(move || {
-                let released = owned.warm().release_all();
-                let queued = crate::reaper::pending_instances();
-                if released == 0 && queued == 0 {
-                    return false;
+            let waited = tokio::task::spawn_blocking(move || {
+                owned.warm().release_all();
+                if crate::reaper::pending_instances() > 0 {
+                    crate::reaper::flush(TEARDOWN_WAIT);
                 }
-                crate::reaper::flush(TEARDOWN_WAIT);
-                true
             })
-            .await
-            .unwrap_or(false);
-            if !freed {
+            .await;
+            if waited.is_err() {
                 return Err(e);
             }
             instantiate(guest, store).await

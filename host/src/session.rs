@@ -198,10 +198,14 @@ struct SlotState {
 }
 
 impl Slot {
+    /// Past its lifetime, or idle past its idle timeout. A session with an
+    /// evaluation in progress is not idle, however long it runs.
     fn expired(&self, now: Instant) -> bool {
         let idle = now
             .saturating_duration_since(*self.last_used.lock().unwrap_or_else(|p| p.into_inner()));
-        idle >= self.idle_timeout || now.saturating_duration_since(self.created) >= self.lifetime
+        let busy = self.state.try_lock().is_err();
+        (!busy && idle >= self.idle_timeout)
+            || now.saturating_duration_since(self.created) >= self.lifetime
     }
 }
 
@@ -583,8 +587,11 @@ impl SessionTable {
                 }
             }
         };
+        // Closed, replaced or expired while this call waited: the slot is
+        // no longer the session's.
+        let current = self.lock().get(id).is_some_and(|s| Arc::ptr_eq(s, &slot));
         let state = &mut *guard;
-        let Some(workspace) = state.workspace.clone() else {
+        let (true, Some(workspace)) = (current, state.workspace.clone()) else {
             return plain(unknown(run_id, isolation));
         };
         // Which of the session's interpreters: the one `language` names, or

@@ -98,7 +98,12 @@ fn fs_read<'js>(ctx: Ctx<'js>, path: String, text: bool) -> Result<Object<'js>> 
 }
 
 /// `fsWrite(path, data, append)`: writes (or appends) a string or bytes.
-fn fs_write<'js>(ctx: Ctx<'js>, path: String, data: Value<'js>, append: bool) -> Result<Object<'js>> {
+fn fs_write<'js>(
+    ctx: Ctx<'js>,
+    path: String,
+    data: Value<'js>,
+    append: bool,
+) -> Result<Object<'js>> {
     use std::io::Write as _;
     let bytes = body_bytes(&ctx, data)?;
     let r = std::fs::OpenOptions::new()

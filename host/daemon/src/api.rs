@@ -699,7 +699,9 @@ pub async fn session_run(
     drop(bytes);
     tri!(app.bind_to_caller(&caller, &mut req));
     tri!(app.check_audit());
-    if !valid_session_id(&id) {
+    // A protocol 4 session's calls are links of its chain of records: one
+    // made here would be missing from it, so here it does not exist.
+    if !valid_session_id(&id) || app.connect_sessions.get(&caller.id, &id).is_some() {
         return ApiError::new(
             "unknown_session",
             "no session with that id is open for this caller",
@@ -731,7 +733,9 @@ pub async fn close_session(
     headers: HeaderMap,
 ) -> Response {
     let caller = tri!(app.authorize(&headers, Some(Scope::CodeRun)));
-    let closed = valid_session_id(&id) && app.sandbox.close_session(&caller.id, &id);
+    let closed = valid_session_id(&id)
+        && app.connect_sessions.get(&caller.id, &id).is_none()
+        && app.sandbox.close_session(&caller.id, &id);
     app.metrics.set_sessions(app.sandbox.session_total());
     if !closed {
         return ApiError::new(
