@@ -995,8 +995,9 @@ fn hardened_lists_every_unmet_condition_at_once() {
 
 // --------------------------------------------------------------------- TLS
 
-#[test]
-fn tls_handshake_against_a_test_ca() {
+/// A test CA and a leaf certificate for `localhost` it signed, with the
+/// leaf's key.
+fn test_pki() -> (rcgen::Certificate, rcgen::Certificate, rcgen::KeyPair) {
     let ca_key = rcgen::KeyPair::generate().expect("ca key");
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("ca params");
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -1009,6 +1010,12 @@ fn tls_handshake_against_a_test_ca() {
         rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("leaf params");
     let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
     let leaf = leaf_params.signed_by(&leaf_key, &issuer).expect("leaf");
+    (ca, leaf, leaf_key)
+}
+
+#[test]
+fn tls_handshake_against_a_test_ca() {
+    let (ca, leaf, leaf_key) = test_pki();
 
     let s = Setup::new(None);
     let cert = s.file("cert.pem", &leaf.pem());
@@ -1790,18 +1797,7 @@ fn the_real_plimsoll_client_drives_the_daemon_over_http_and_tls() {
     drop(d);
 
     // The same checks over TLS, with a private CA the client is given.
-    let ca_key = rcgen::KeyPair::generate().expect("ca key");
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("ca params");
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "plimsoll test CA");
-    let ca = ca_params.self_signed(&ca_key).expect("ca");
-    let leaf_key = rcgen::KeyPair::generate().expect("leaf key");
-    let leaf_params =
-        rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("leaf params");
-    let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
-    let leaf = leaf_params.signed_by(&leaf_key, &issuer).expect("leaf");
+    let (ca, leaf, leaf_key) = test_pki();
     let s = Setup::new(Some(addr));
     let cert = s.file("cert.pem", &leaf.pem());
     let key = s.file("key.pem", &leaf_key.serialize_pem());

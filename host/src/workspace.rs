@@ -251,27 +251,11 @@ impl Workspace {
                 c.truncated = true;
                 continue;
             }
-            let mut content = Vec::new();
-            let read = self
-                .root
-                .open(&rel)
-                .and_then(|f| f.take(budget.1.saturating_add(1)).read_to_end(&mut content));
-            if read.is_err() {
-                refuse(&mut c, "unreadable");
-                continue;
+            if let Err(why) =
+                take_artifact(self.root.open(&rel), shown.clone(), &mut budget, &mut c)
+            {
+                refuse(&mut c, why);
             }
-            if content.len() as u64 > budget.1 {
-                c.truncated = true;
-                continue;
-            }
-            budget.0 -= 1;
-            budget.1 -= content.len() as u64;
-            c.artifacts.push(Artifact {
-                path: shown.clone(),
-                size: content.len() as u64,
-                sha256: hex::encode(Sha256::digest(&content)),
-                content: Blob(content),
-            });
         }
         c
     }
@@ -379,6 +363,34 @@ fn measure(
     complete
 }
 
+/// Reads the file `opened` into `c` as the artifact `path`, within
+/// `budget` (files, bytes); one that grew past the budget since it was
+/// measured sets `truncated`. `Err` names why it could not be read.
+fn take_artifact(
+    opened: std::io::Result<cap_std::fs::File>,
+    path: String,
+    budget: &mut (u64, u64),
+    c: &mut Collected,
+) -> Result<(), &'static str> {
+    let mut content = Vec::new();
+    opened
+        .and_then(|f| f.take(budget.1.saturating_add(1)).read_to_end(&mut content))
+        .map_err(|_| "unreadable")?;
+    if content.len() as u64 > budget.1 {
+        c.truncated = true;
+        return Ok(());
+    }
+    budget.0 -= 1;
+    budget.1 -= content.len() as u64;
+    c.artifacts.push(Artifact {
+        path,
+        size: content.len() as u64,
+        sha256: hex::encode(Sha256::digest(&content)),
+        content: Blob(content),
+    });
+    Ok(())
+}
+
 fn collect(dir: &Dir, prefix: &str, depth: usize, budget: &mut (u64, u64), c: &mut Collected) {
     let Ok(entries) = dir.entries() else { return };
     let mut names: Vec<_> = entries.flatten().collect();
@@ -427,27 +439,9 @@ fn collect(dir: &Dir, prefix: &str, depth: usize, budget: &mut (u64, u64), c: &m
                 c.truncated = true;
                 continue;
             }
-            let mut content = Vec::new();
-            let read = entry
-                .open()
-                .and_then(|f| f.take(budget.1.saturating_add(1)).read_to_end(&mut content));
-            if read.is_err() {
-                refuse(c, "unreadable");
-                continue;
+            if let Err(why) = take_artifact(entry.open(), format!("{prefix}{name}"), budget, c) {
+                refuse(c, why);
             }
-            if content.len() as u64 > budget.1 {
-                // It grew between stat and read; treat as over the cap.
-                c.truncated = true;
-                continue;
-            }
-            budget.0 -= 1;
-            budget.1 -= content.len() as u64;
-            c.artifacts.push(Artifact {
-                path: format!("{prefix}{name}"),
-                size: content.len() as u64,
-                sha256: hex::encode(Sha256::digest(&content)),
-                content: Blob(content),
-            });
         } else {
             refuse(c, "not_a_regular_file");
         }
