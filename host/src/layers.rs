@@ -33,6 +33,7 @@ pub const LEVELS: &[(&str, u8)] = &[
     ("broker", 2),
     ("http_gate", 2),
     ("workspace", 2),
+    ("memtree", 2),
     ("tree_changes", 2),
     // L3 engine.
     ("engine", 3),
