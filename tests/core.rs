@@ -166,22 +166,16 @@ async fn escape_attempts_are_blocked_and_symlinks_are_not_returned() {
     assert!(!r.stdout.contains("root:"));
     assert!(r.stdout.contains("blocked absolute /etc/passwd"));
     assert!(r.stdout.contains("blocked writing outside /work"));
-    // Whatever links the guest managed to make are refused, not followed:
-    // at least the in-workspace one it is allowed to create.
+    // The in-memory workspace has no links of any kind: even one inside
+    // the workspace is refused when the guest tries to make it.
     assert!(
-        r.stdout.contains("made an in-workspace symlink"),
+        r.stdout
+            .contains("blocked creating an in-workspace symlink"),
         "{}",
         r.stdout
     );
-    assert!(
-        r.artifacts_refused.iter().any(|a| a.path == "inner-link"),
-        "{:?}",
-        r.artifacts_refused
-    );
+    assert!(r.stdout.contains("blocked creating an escaping hard link"));
     assert!(r.artifacts.is_empty(), "{:?}", r.artifacts);
-    for refused in &r.artifacts_refused {
-        assert_eq!(refused.reason, "symlink", "{refused:?}");
-    }
     assert!(!std::path::Path::new("/tmp/plimsoll-escape-mark").exists());
 }
 
@@ -292,37 +286,18 @@ async fn no_run_sees_another_runs_workspace() {
     }
 }
 
-fn mtime(p: &std::path::Path) -> std::time::SystemTime {
-    std::fs::metadata(p)
-        .and_then(|m| m.modified())
-        .expect("mtime")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_floor_refusal_executes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let s = sandbox_in(dir.path(), |_| {});
-    let work = dir.path().join("work");
-    // Control: the marker guest leaves its mark when it runs, and creating
-    // its workspace touches the workspace directory.
-    let before = mtime(&work);
-    std::thread::sleep(Duration::from_millis(20));
+    // Control: the marker guest leaves its mark when it runs.
     let ran = s.run(&req("marker")).await;
     assert_eq!(ran.status, Status::Ok);
     assert_eq!(ran.artifacts.len(), 1);
     assert_eq!(ran.artifacts[0].content.as_bytes(), b"I ran");
-    assert_ne!(
-        mtime(&work),
-        before,
-        "a run that executes creates a workspace"
-    );
-    // Let the control run's workspace be removed before watching the
-    // directory.
-    assert!(plimsoll::reaper::flush(Duration::from_secs(10)));
+    assert!(ran.usage.fuel.is_some_and(|f| f > 0));
 
     for floor in [Tier::Container, Tier::Kernel, Tier::Vm] {
-        let before = mtime(&work);
-        std::thread::sleep(Duration::from_millis(20));
         let mut r = req("marker");
         r.minimum_isolation = Some(floor);
         let refused = s.run(&r).await;
@@ -330,12 +305,7 @@ async fn a_floor_refusal_executes_nothing() {
         assert_eq!(refused.error_code(), Some("insufficient_isolation"));
         assert!(refused.artifacts.is_empty() && refused.stdout.is_empty());
         assert_eq!(refused.usage.fuel, None, "no fuel was spent");
-        assert_eq!(
-            mtime(&work),
-            before,
-            "no workspace was created for a refused run"
-        );
-        assert_eq!(entries(&work), 0);
+        assert!(refused.guest.is_some() && refused.usage.instantiate_ms == 0.0);
     }
 
     // The operator-wide floor refuses the same way.

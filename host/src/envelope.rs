@@ -11,6 +11,13 @@ const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;
 const GIB: u64 = 1024 * MIB;
 
+/// The default of [`Envelope::open_files`].
+pub const DEFAULT_OPEN_FILES: u64 = 1024;
+
+fn default_open_files() -> u64 {
+    DEFAULT_OPEN_FILES
+}
+
 /// The resource limits of one run.
 ///
 /// Every field is a hard cap that the host enforces; see `SECURITY.md` for
@@ -49,6 +56,10 @@ pub struct Envelope {
     pub workspace_bytes: u64,
     /// Directory entries the whole workspace may hold while the guest runs.
     pub workspace_entries: u64,
+    /// Files, directories and streams of the workspace the guest may hold
+    /// open at once; past it an open fails (the guest's call, not the run).
+    #[serde(default = "default_open_files")]
+    pub open_files: u64,
     /// Number of artifacts returned from `/work/out`.
     pub artifact_files: u64,
     /// Total bytes of artifacts returned from `/work/out`.
@@ -82,6 +93,7 @@ impl Default for Envelope {
             file_bytes: 16 * MIB,
             workspace_bytes: 64 * MIB,
             workspace_entries: 4_096,
+            open_files: DEFAULT_OPEN_FILES,
             artifact_files: 64,
             artifact_bytes: 16 * MIB,
             broker_calls: 256,
@@ -112,6 +124,8 @@ pub struct Limits {
     pub file_bytes: Option<u64>,
     pub workspace_bytes: Option<u64>,
     pub workspace_entries: Option<u64>,
+    #[serde(default)]
+    pub open_files: Option<u64>,
     pub artifact_files: Option<u64>,
     pub artifact_bytes: Option<u64>,
     pub broker_calls: Option<u64>,
@@ -163,6 +177,7 @@ macro_rules! for_each_limit {
         $m!(file_bytes, 16 * GIB);
         $m!(workspace_bytes, 64 * GIB);
         $m!(workspace_entries, 1_000_000);
+        $m!(open_files, 65_536);
         $m!(artifact_files, 100_000);
         $m!(artifact_bytes, 16 * GIB);
         $m!(broker_calls, 1_000_000);

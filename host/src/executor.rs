@@ -12,7 +12,7 @@ use crate::limiter::RunLimiter;
 use crate::output::{CappedOutput, OutputLimitExceeded};
 use crate::run::{ErrorInfo, RunRequest, RunResult, Status, Usage};
 use crate::runtime::Runtime;
-use crate::state::{MAX_RESOURCES, RunState, StopReason, WorkspaceWatch};
+use crate::state::{MAX_RESOURCES, RunState, StopReason};
 use crate::tier::Isolation;
 use crate::workspace::Workspace;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::p2::pipe::MemoryInputPipe;
-use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
+use wasmtime_wasi::{I32Exit, WasiCtxBuilder};
 
 /// Extra time the outer timer grants past the wall-time limit before it
 /// drops the run. The epoch callback normally ends the run first; the outer
@@ -84,10 +84,7 @@ pub(crate) fn prepare_with(
             env.stdin_bytes
         )));
     }
-    let workspace = Workspace::create(rt.workspace_dir()).map_err(|e| ErrorInfo {
-        code: "workspace_unavailable".into(),
-        message: format!("could not create the run's workspace: {e}"),
-    })?;
+    let workspace = Workspace::new(env);
     workspace
         .place_files(&req.files, env)
         .map_err(|e| invalid(e.to_string()))?;
@@ -114,13 +111,10 @@ pub(crate) fn prepare_in(
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false)
-        .socket_addr_check(|_, _| Box::pin(async { false }))
-        .preopened_dir(workspace.host_path(), "/work", FsPerms::ReadWrite)
-        .map_err(|e| ErrorInfo {
-            code: "workspace_unavailable".into(),
-            message: format!("could not preopen the workspace: {e:#}"),
-        })?;
-    wasi.initial_cwd("/work");
+        .socket_addr_check(|_, _| Box::pin(async { false }));
+    // `/work` is the in-memory workspace, served by `memfs`: no preopen of
+    // a host directory.
+    wasi.initial_cwd(crate::memfs::WORK);
 
     let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms);
     let broker = match side {
@@ -135,12 +129,7 @@ pub(crate) fn prepare_in(
         RunLimiter::new(env.memory_bytes, env.table_elements, env.instances),
         env,
         deadline,
-        Some(WorkspaceWatch {
-            workspace: workspace.clone(),
-            max_bytes: env.workspace_bytes,
-            max_entries: env.workspace_entries,
-            next_check: Instant::now(),
-        }),
+        Some(workspace.clone()),
     );
     Ok(Prepared {
         store: new_store(rt.engine(), state, env.fuel),
@@ -244,7 +233,7 @@ fn run_state(
     limiter: RunLimiter,
     env: &Envelope,
     deadline: Instant,
-    workspace: Option<WorkspaceWatch>,
+    workspace: Option<Arc<Workspace>>,
 ) -> RunState {
     let mut table = ResourceTable::new();
     table.set_max_capacity(MAX_RESOURCES);
@@ -315,10 +304,9 @@ pub(crate) fn reset_for_next_run(p: &mut Prepared, env: &Envelope, grants: Grant
     st.limiter.reset_for_next_run(env.memory_bytes);
     st.broker.next_run(env, deadline, grants);
     st.http_gate.request_cap = env.request_bytes;
-    if let Some(w) = &mut st.workspace {
-        w.max_bytes = env.workspace_bytes;
-        w.max_entries = env.workspace_entries;
-        w.next_check = Instant::now();
+    if let Some(w) = &st.workspace {
+        w.set_budget(env);
+        let _ = w.take_refused_space();
     }
     // Setting fuel cannot fail when the engine counts fuel.
     let _ = p.store.set_fuel(env.fuel);
@@ -428,14 +416,21 @@ pub(crate) struct StopFacts {
     pub(crate) stop: Option<StopReason>,
     /// Whether the limiter refused a memory (or table) growth.
     pub(crate) memory_refused: bool,
+    /// Whether the workspace refused a write for space during the call.
+    pub(crate) disk_refused: bool,
 }
 
 impl StopFacts {
-    /// The facts of a store's run.
+    /// The facts of a store's run (taking the workspace's refusal, which
+    /// each call reports once).
     pub(crate) fn of(state: &RunState) -> StopFacts {
         StopFacts {
             stop: state.stop,
             memory_refused: state.limiter.refused_growth(),
+            disk_refused: state
+                .workspace
+                .as_ref()
+                .is_some_and(|w| w.take_refused_space()),
         }
     }
 }
@@ -446,8 +441,26 @@ pub(crate) fn classify(inv: Invocation, state: &RunState) -> Classified {
 }
 
 /// [`classify`] as a pure function of the call's outcome and the stop
-/// facts.
+/// facts. A call that failed after the workspace refused a write for space
+/// ended `disk_exhausted`: the guest did not recover from a full disk.
 pub(crate) fn classify_facts(inv: Invocation, facts: StopFacts) -> Classified {
+    let mut c = classify_call(inv, facts);
+    if facts.disk_refused && matches!(c.status, Status::Error | Status::Trap) {
+        c.status = Status::DiskExhausted;
+        c.error = Some(ErrorInfo {
+            code: "disk_exhausted".into(),
+            message: format!(
+                "the workspace refused a write past its byte or entry limit, and then {}",
+                c.error
+                    .as_ref()
+                    .map_or("the run failed".to_owned(), |e| truncate(e.message.clone()))
+            ),
+        });
+    }
+    c
+}
+
+fn classify_call(inv: Invocation, facts: StopFacts) -> Classified {
     let mut c = Classified {
         status: Status::Ok,
         exit_code: None,
@@ -743,7 +756,7 @@ pub(crate) fn report(
     };
     // The workspace may have grown past its cap between two checks; the
     // final measurement decides.
-    let ws = prepared.workspace.usage(env.workspace_entries);
+    let ws = prepared.workspace.usage();
     if (ws.bytes > env.workspace_bytes || ws.entries > env.workspace_entries)
         && c.status != Status::Timeout
     {
@@ -821,7 +834,29 @@ mod tests {
         StopFacts {
             stop,
             memory_refused,
+            disk_refused: false,
         }
+    }
+
+    #[test]
+    fn a_call_that_fails_after_a_refused_write_is_disk_exhausted() {
+        let refused = StopFacts {
+            disk_refused: true,
+            ..facts(None, false)
+        };
+        let failed =
+            || Invocation::Returned(Ok(CallValue::Eval(Err("OSError: [Errno 28]".into()))));
+        assert_eq!(
+            classify_facts(failed(), refused).status,
+            Status::DiskExhausted
+        );
+        // A guest that recovered from the full disk ended as it ended.
+        let ok = Invocation::Returned(Ok(CallValue::Eval(Ok("1".into()))));
+        assert_eq!(classify_facts(ok, refused).status, Status::Ok);
+        assert_eq!(
+            classify_facts(failed(), facts(None, false)).status,
+            Status::Error
+        );
     }
 
     fn status(inv: Invocation, f: StopFacts) -> (Status, Option<String>, bool) {

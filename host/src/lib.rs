@@ -37,6 +37,7 @@ mod http_gate;
 #[cfg(test)]
 mod layers;
 pub mod limiter;
+pub mod memfs;
 pub mod memtree;
 pub mod output;
 pub mod paths;
@@ -50,7 +51,6 @@ pub mod session;
 pub mod state;
 pub mod tier;
 pub mod trace;
-mod tree_changes;
 pub mod upstream;
 pub mod warm;
 pub mod worker;

@@ -2,9 +2,8 @@
 //! every byte the guest can make the host hold charged at the moment it is
 //! asked for (issue #19).
 //!
-//! **Status:** the tree and its accounting, tested against a model; not
-//! yet the run's `/work` (that is the `wasi:filesystem` implementation over
-//! it, the next step). Nothing in the run path uses it yet.
+//! The run's `/work` is this tree: [`crate::workspace::Workspace`] holds
+//! one, and `memfs` serves it to the guest as `wasi:filesystem`.
 //!
 //! What it guarantees:
 //! - **Exact caps.** File contents (at their apparent size: a sparse write
@@ -97,12 +96,15 @@ struct Node {
     open: u32,
     /// Modified, nanoseconds of the run's clock.
     mtime_ns: u64,
+    /// Never reused within a tree: what `metadata-hash` and `st_ino` see.
+    ino: u64,
 }
 
 /// What `stat` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stat {
     pub node: NodeId,
+    pub ino: u64,
     pub is_dir: bool,
     pub size: u64,
     pub mtime_ns: u64,
@@ -143,6 +145,9 @@ pub struct Tree {
     bytes: u64,
     entries: u64,
     now_ns: u64,
+    next_ino: u64,
+    /// A change was refused for space since the flag was last taken.
+    refused_space: bool,
 }
 
 fn check_name(name: &str) -> Result<(), TreeError> {
@@ -164,6 +169,7 @@ impl Tree {
                 parent: None,
                 open: 0,
                 mtime_ns: 0,
+                ino: 1,
             })],
             free: Vec::new(),
             handles: BTreeMap::new(),
@@ -172,6 +178,8 @@ impl Tree {
             bytes: 0,
             entries: 0,
             now_ns: 0,
+            next_ino: 2,
+            refused_space: false,
         }
     }
 
@@ -193,6 +201,17 @@ impl Tree {
     /// Handles open now.
     pub fn open_handles(&self) -> usize {
         self.handles.len()
+    }
+
+    /// Whether a change was refused for space since the last call, and
+    /// clears it: a run that then fails ended `disk_exhausted`.
+    pub fn take_refused_space(&mut self) -> bool {
+        std::mem::take(&mut self.refused_space)
+    }
+
+    /// The budgets in force.
+    pub fn budget(&self) -> Budget {
+        self.budget
     }
 
     /// Replaces the budgets (a session's next evaluation). What is held
@@ -222,6 +241,7 @@ impl Tree {
             .checked_add(entries)
             .ok_or(TreeError::NoSpace)?;
         if b > self.budget.bytes || e > self.budget.entries {
+            self.refused_space = true;
             return Err(TreeError::NoSpace);
         }
         self.bytes = b;
@@ -331,11 +351,14 @@ impl Tree {
         }
         self.charge(name.len() as u64, 1)?;
         let now = self.now_ns;
+        let ino = self.next_ino;
+        self.next_ino += 1;
         let id = self.alloc(Node {
             kind,
             parent: Some((dir, name.to_owned())),
             open: 0,
             mtime_ns: now,
+            ino,
         });
         if let Ok(Node {
             kind: Kind::Dir(entries),
@@ -397,6 +420,16 @@ impl Tree {
         if flags.truncate {
             self.set_size_of(id, 0)?;
         }
+        self.hold(id)
+    }
+
+    /// A new handle on the node `id` (a stream over a file keeps it alive
+    /// as a handle does), within the handle cap.
+    pub fn hold(&mut self, id: NodeId) -> Result<Handle, TreeError> {
+        if self.handles.len() >= self.budget.handles as usize {
+            return Err(TreeError::TooManyHandles);
+        }
+        self.node(id)?;
         let h = self.next_handle;
         self.next_handle = self
             .next_handle
@@ -448,6 +481,7 @@ impl Tree {
         let n = self.node(id)?;
         Ok(Stat {
             node: id,
+            ino: n.ino,
             is_dir: matches!(n.kind, Kind::Dir(_)),
             size: match &n.kind {
                 Kind::File(d) => d.len() as u64,
@@ -664,6 +698,7 @@ impl Tree {
         }
         let after = (self.bytes - freed.min(self.bytes)).saturating_add(dst_name.len() as u64);
         if after > self.budget.bytes && dst_name.len() as u64 > freed {
+            self.refused_space = true;
             return Err(TreeError::NoSpace);
         }
         if let Some(existing) = replaced {

@@ -77,6 +77,9 @@ impl Runtime {
             .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
         bindings::broker::add_to_linker::<RunState, HasSelf<RunState>>(&mut linker, |s| s)
             .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
+        // `/work` in host memory, in place of wasmtime-wasi's filesystem.
+        crate::memfs::add_to_linker(&mut linker)
+            .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
         let cache = match &config.cache_dir {
             Some(dir) => ComponentCache::open(dir)?,
             None => ComponentCache::disabled(),

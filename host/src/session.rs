@@ -461,15 +461,7 @@ impl SessionTable {
             return Err(err("busy", "the host has no room for another session"));
         }
         let _busy = rt.warm().busy();
-        let workspace = Workspace::create(rt.workspace_dir()).map_err(|e| {
-            err(
-                "workspace_unavailable",
-                format!("could not create the session's workspace: {e}"),
-            )
-        })?;
-        // Measured after every evaluation: walk it only when it changed.
-        workspace.track_changes();
-        let workspace = Arc::new(workspace);
+        let workspace = Arc::new(Workspace::new(env));
         let mut instances: Vec<Option<LiveInstance>> = opts.guests.iter().map(|_| None).collect();
         for &i in &opts.start {
             if let (Some(guest), Some(cell)) = (opts.guests.get(i), instances.get_mut(i)) {

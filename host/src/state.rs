@@ -7,7 +7,7 @@ use crate::broker::RunBroker;
 use crate::limiter::RunLimiter;
 use crate::workspace::Workspace;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -15,15 +15,13 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 /// Bounds the host memory a guest can pin through the WASI table.
 pub const MAX_RESOURCES: usize = 16_384;
 
-/// How often the epoch callback measures the workspace.
-const WORKSPACE_CHECK_EVERY: Duration = Duration::from_millis(50);
-
 /// Why the host stopped a run from the outside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
     /// The wall-time deadline passed.
     Timeout,
-    /// The workspace passed its byte or entry cap.
+    /// The workspace passed its byte or entry cap (kept for the
+    /// classification; the in-memory workspace refuses the write instead).
     Disk,
 }
 
@@ -36,16 +34,10 @@ pub struct RunState {
     pub(crate) http: wasmtime_wasi_http::WasiHttpCtx,
     pub(crate) http_gate: crate::http_gate::HttpGate,
     pub(crate) deadline: Instant,
-    pub(crate) workspace: Option<WorkspaceWatch>,
+    /// The run's `/work` (`memfs` serves it); `None` for a pre-instantiated
+    /// instance's placeholder, which has no workspace.
+    pub(crate) workspace: Option<Arc<Workspace>>,
     pub(crate) stop: Option<StopReason>,
-}
-
-/// What the epoch callback needs to police the workspace.
-pub(crate) struct WorkspaceWatch {
-    pub(crate) workspace: Arc<Workspace>,
-    pub(crate) max_bytes: u64,
-    pub(crate) max_entries: u64,
-    pub(crate) next_check: Instant,
 }
 
 impl RunState {
@@ -56,16 +48,6 @@ impl RunState {
         if now >= self.deadline {
             self.stop = Some(StopReason::Timeout);
             return self.stop;
-        }
-        if let Some(w) = &mut self.workspace
-            && now >= w.next_check
-        {
-            w.next_check = now + WORKSPACE_CHECK_EVERY;
-            let u = w.workspace.usage(w.max_entries);
-            if u.bytes > w.max_bytes || u.entries > w.max_entries {
-                self.stop = Some(StopReason::Disk);
-                return self.stop;
-            }
         }
         None
     }
