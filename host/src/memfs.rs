@@ -326,11 +326,12 @@ impl types::HostDescriptor for RunState {
         offset: Filesize,
     ) -> R<Filesize> {
         let (node, dir, _, write) = self.desc(&fd)?;
-        if dir {
-            return Ok(Err(ErrorCode::IsDirectory));
-        }
+        // Not open for writing comes first (EBADF), as on Linux.
         if !write {
             return Ok(Err(ErrorCode::BadDescriptor));
+        }
+        if dir {
+            return Ok(Err(ErrorCode::IsDirectory));
         }
         Ok(self.ws().and_then(|ws| {
             let mut t = ws.tree();
@@ -570,11 +571,12 @@ impl RunState {
         offset: Option<Filesize>,
     ) -> R<Resource<DynOutputStream>> {
         let (node, dir, _, write) = self.desc(&fd)?;
-        if dir {
-            return Ok(Err(ErrorCode::IsDirectory));
-        }
+        // Not open for writing comes first (EBADF), as on Linux.
         if !write {
             return Ok(Err(ErrorCode::BadDescriptor));
+        }
+        if dir {
+            return Ok(Err(ErrorCode::IsDirectory));
         }
         let ws = match self.ws() {
             Ok(ws) => ws.clone(),

@@ -656,12 +656,13 @@ impl Tree {
         to_dir: NodeId,
         to_path: &str,
     ) -> Result<(), TreeError> {
+        // Both parents first, then the names (as Linux does).
         let (src_dir, src_name) = self.walk(from_dir, from_path)?;
+        let (dst_dir, dst_name) = self.walk(to_dir, to_path)?;
         let src_name = src_name.ok_or(TreeError::NotPermitted)?;
         let id = self
             .lookup(src_dir, &src_name)?
             .ok_or(TreeError::NotFound)?;
-        let (dst_dir, dst_name) = self.walk(to_dir, to_path)?;
         let dst_name = dst_name.ok_or(TreeError::Exists)?;
         let src_is_dir = matches!(self.node(id)?.kind, Kind::Dir(_));
         if src_is_dir && self.is_within(dst_dir, id) {
@@ -670,6 +671,10 @@ impl Tree {
         if let Some(existing) = self.lookup(dst_dir, &dst_name)? {
             if existing == id {
                 return Ok(());
+            }
+            // Onto one of its own ancestors (as Linux answers).
+            if self.is_within(id, existing) {
+                return Err(TreeError::NotEmpty);
             }
             match (&self.node(existing)?.kind, src_is_dir) {
                 (Kind::Dir(e), true) if e.is_empty() => {}
