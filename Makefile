@@ -109,7 +109,7 @@ lint-clippy:
 ## cargo-fuzz (libFuzzer, nightly) on the parsers that face guests and
 ## clients, FUZZ_SECONDS (default 60) each, starting from the corpus
 ## committed in tests/fuzz/corpus (new inputs go to a scratch directory).
-FUZZ_TARGETS := route_template grants_file run_request worker_frame broker_headers
+FUZZ_TARGETS := route_template grants_file run_request worker_frame broker_headers workspace_tree
 FUZZ_SECONDS ?= 60
 fuzz-setup:
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal

@@ -113,6 +113,8 @@ impl Daemon {
 struct Setup {
     env: Vec<(String, String)>,
     tmp: tempfile::TempDir,
+    /// `RLIMIT_NOFILE` for the daemon, when set (`ulimit -n`).
+    nofile: Option<u64>,
 }
 
 impl Setup {
@@ -154,6 +156,7 @@ impl Setup {
         Setup {
             env: env.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             tmp,
+            nofile: None,
         }
     }
 
@@ -194,6 +197,23 @@ impl Setup {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        if let Some(n) = self.nofile {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit(2) between fork and exec touches only the
+            // child's own limits and allocates nothing.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let lim = libc::rlimit {
+                        rlim_cur: n,
+                        rlim_max: n,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
         cmd
     }
 
@@ -2104,4 +2124,50 @@ fn protocol_calls_of_one_session_wait_their_turn_and_chain_in_order() {
     assert_eq!(r.json()["calls"], "4");
     assert_eq!(r.json()["lastRecordSha256"], links[3].2.as_str());
     assert_eq!(r.json()["ended"], "SESSION_END_CLOSED");
+}
+
+#[test]
+fn a_caller_holding_every_file_it_may_leaves_others_and_the_daemon_unaffected() {
+    // Under systemd's default soft limit: the guest's files are not the
+    // daemon's descriptors, so one caller opening a thousand of them takes
+    // none of the 1,024 the daemon has.
+    let mut s = Setup::new(None);
+    s.nofile = Some(1024);
+    let d = s.start();
+    let hog = r#"{"language": "python", "code": "fs = []\ntry:\n    while True:\n        fs.append(open(f'f{len(fs)}', 'w'))\nexcept OSError as e:\n    import errno, time\n    print(len(fs), errno.errorcode[e.errno])\n    time.sleep(1)"}"#;
+    let addr = d.addr;
+    let hogs: Vec<_> = (0..2)
+        .map(|_| std::thread::spawn(move || call(addr, "POST", "/v1/runs", Some(ALICE), Some(hog))))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // Another caller, while the two runs hold a thousand files each.
+    for _ in 0..5 {
+        let r = run(
+            &d,
+            BOB,
+            r#"{"language": "python", "code": "open('x', 'w').write('ok'); open('x').read()"}"#,
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.json()["result"], "'ok'", "{}", r.body);
+    }
+    for h in hogs {
+        let r = h.join().expect("hog");
+        assert_eq!(r.status, 200, "{}", r.body);
+        let out = r.json()["stdout"].as_str().unwrap_or("").to_string();
+        assert!(out.ends_with("EDQUOT\n"), "{out}");
+        let held: usize = out
+            .split(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(held >= 1000, "{out}");
+    }
+    // The daemon's own files still work: its audit log took every line.
+    assert_eq!(
+        d.audit()
+            .lines()
+            .filter(|l| l.contains(r#""event":"run""#))
+            .count(),
+        7
+    );
 }

@@ -1,6 +1,5 @@
-//! What a workspace measurement found: data, shared by the workspace that
-//! measures and the change tracker (`tree_changes`) that remembers the
-//! last measurement, so that neither imports the other for it.
+//! What a workspace holds: data the workspace reports from its tree's
+//! exact charges.
 
 /// Space the workspace uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
