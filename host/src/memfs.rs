@@ -66,9 +66,21 @@ pub struct Descriptor {
     write: bool,
 }
 
-/// A directory listing, taken when it was asked for.
+/// A directory listing, read one entry at a time: it holds the directory
+/// as a handle does (so it counts against `open_files`) and remembers only
+/// the last name it returned, never a copy of the listing.
 pub struct DirEntries {
-    entries: std::vec::IntoIter<(String, bool)>,
+    ws: Arc<Workspace>,
+    handle: Handle,
+    node: NodeId,
+    last: Option<String>,
+    done: bool,
+}
+
+impl Drop for DirEntries {
+    fn drop(&mut self) {
+        let _ = self.ws.tree().close(self.handle);
+    }
 }
 
 type R<T> = wasmtime::Result<Result<T, ErrorCode>>;
@@ -347,12 +359,20 @@ impl types::HostDescriptor for RunState {
             Ok(n) => n,
             Err(e) => return Ok(Err(e)),
         };
-        let entries = match self.ws().and_then(|ws| ws.tree().list(node).map_err(code)) {
-            Ok(e) => e,
+        let ws = match self.ws() {
+            Ok(ws) => ws.clone(),
             Err(e) => return Ok(Err(e)),
         };
+        let handle = match ws.tree().hold(node) {
+            Ok(h) => h,
+            Err(e) => return Ok(Err(code(e))),
+        };
         Ok(Ok(self.table.push(DirEntries {
-            entries: entries.into_iter(),
+            ws,
+            handle,
+            node,
+            last: None,
+            done: false,
         })?))
     }
 
@@ -625,14 +645,28 @@ impl RunState {
 impl types::HostDirectoryEntryStream for RunState {
     fn read_directory_entry(&mut self, stream: Resource<DirEntries>) -> R<Option<DirectoryEntry>> {
         let s = self.table.get_mut(&stream)?;
-        Ok(Ok(s.entries.next().map(|(name, dir)| DirectoryEntry {
-            type_: if dir {
-                DescriptorType::Directory
-            } else {
-                DescriptorType::RegularFile
-            },
-            name,
-        })))
+        if s.done {
+            return Ok(Ok(None));
+        }
+        let next = s.ws.tree().next_entry(s.node, s.last.as_deref());
+        Ok(match next {
+            Ok(Some((name, dir))) => {
+                s.last = Some(name.clone());
+                Ok(Some(DirectoryEntry {
+                    type_: if dir {
+                        DescriptorType::Directory
+                    } else {
+                        DescriptorType::RegularFile
+                    },
+                    name,
+                }))
+            }
+            Ok(None) => {
+                s.done = true;
+                Ok(None)
+            }
+            Err(e) => Err(code(e)),
+        })
     }
 
     fn drop(&mut self, stream: Resource<DirEntries>) -> wasmtime::Result<()> {

@@ -508,6 +508,34 @@ impl Tree {
         }
     }
 
+    /// The entry of directory `id` that comes after `after` in name order
+    /// (the first with `None`): a listing read one entry at a time, with
+    /// nothing copied but the entry.
+    pub fn next_entry(
+        &self,
+        id: NodeId,
+        after: Option<&str>,
+    ) -> Result<Option<(String, bool)>, TreeError> {
+        use std::ops::Bound;
+        let Kind::Dir(entries) = &self.node(id)?.kind else {
+            return Err(TreeError::NotDirectory);
+        };
+        let lower = match after {
+            Some(a) => Bound::Excluded(a),
+            None => Bound::Unbounded,
+        };
+        Ok(entries
+            .range::<str, _>((lower, Bound::Unbounded))
+            .next()
+            .map(|(name, child)| {
+                let dir = matches!(
+                    self.nodes.get(*child).and_then(Option::as_ref).map(|n| &n.kind),
+                    Some(Kind::Dir(_))
+                );
+                (name.clone(), dir)
+            }))
+    }
+
     /// Reads up to `len` bytes at `offset`.
     pub fn read(&self, id: NodeId, offset: u64, len: usize) -> Result<&[u8], TreeError> {
         match &self.node(id)?.kind {
