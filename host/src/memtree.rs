@@ -529,7 +529,10 @@ impl Tree {
             .next()
             .map(|(name, child)| {
                 let dir = matches!(
-                    self.nodes.get(*child).and_then(Option::as_ref).map(|n| &n.kind),
+                    self.nodes
+                        .get(*child)
+                        .and_then(Option::as_ref)
+                        .map(|n| &n.kind),
                     Some(Kind::Dir(_))
                 );
                 (name.clone(), dir)
