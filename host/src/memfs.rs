@@ -405,18 +405,7 @@ impl types::HostDescriptor for RunState {
         _flags: PathFlags,
         path: String,
     ) -> R<DescriptorStat> {
-        let dir = match self.dir_of(&fd)? {
-            Ok(d) => d,
-            Err(e) => return Ok(Err(e)),
-        };
-        let node = match self
-            .ws()
-            .and_then(|ws| ws.tree().resolve(dir, &path).map_err(code))
-        {
-            Ok(n) => n,
-            Err(e) => return Ok(Err(e)),
-        };
-        Ok(self.stat_of(node))
+        Ok(self.at(&fd, &path)?.and_then(|node| self.stat_of(node)))
     }
 
     fn set_times_at(
@@ -561,18 +550,7 @@ impl types::HostDescriptor for RunState {
         _flags: PathFlags,
         path: String,
     ) -> R<MetadataHashValue> {
-        let dir = match self.dir_of(&fd)? {
-            Ok(d) => d,
-            Err(e) => return Ok(Err(e)),
-        };
-        let node = match self
-            .ws()
-            .and_then(|ws| ws.tree().resolve(dir, &path).map_err(code))
-        {
-            Ok(n) => n,
-            Err(e) => return Ok(Err(e)),
-        };
-        Ok(self.hash_of(node))
+        Ok(self.at(&fd, &path)?.and_then(|node| self.hash_of(node)))
     }
 
     fn drop(&mut self, fd: Resource<Descriptor>) -> wasmtime::Result<()> {
@@ -631,6 +609,13 @@ impl RunState {
             t.set_now(now_ns());
             f(&mut t, dir).map_err(code)
         }))
+    }
+
+    /// The node `path` names from the directory `fd`.
+    fn at(&self, fd: &Resource<Descriptor>, path: &str) -> R<NodeId> {
+        Ok(self
+            .dir_of(fd)?
+            .and_then(|dir| self.ws()?.tree().resolve(dir, path).map_err(code)))
     }
 
     fn hash_of(&self, node: NodeId) -> Result<MetadataHashValue, ErrorCode> {
