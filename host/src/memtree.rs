@@ -430,11 +430,14 @@ impl Tree {
             return Err(TreeError::TooManyHandles);
         }
         self.node(id)?;
-        let h = self.next_handle;
-        self.next_handle = self
-            .next_handle
-            .checked_add(1)
-            .ok_or(TreeError::TooManyHandles)?;
+        // Numbers wrap (a long session opens and closes billions of
+        // times) and skip the ones in use: fewer than the cap are, so a
+        // free one is found within cap + 1 steps.
+        let mut h = self.next_handle;
+        while h == 0 || self.handles.contains_key(&h) {
+            h = h.wrapping_add(1);
+        }
+        self.next_handle = h.wrapping_add(1);
         self.node_mut(id)?.open += 1;
         self.handles.insert(h, id);
         Ok(h)
@@ -903,6 +906,20 @@ mod tests {
         assert_eq!((t.bytes(), t.entries()), (3 + 5, 3));
         assert_eq!(t.rename(ROOT, "y", ROOT, "a"), Err(TreeError::IsDirectory));
         assert_eq!(t.rmdir(ROOT, "a"), Err(TreeError::NotEmpty));
+    }
+
+    #[test]
+    fn handle_numbers_wrap_and_never_collide() {
+        let mut t = Tree::new(Budget { handles: 3, ..BIG });
+        t.next_handle = u32::MAX - 1;
+        let a = t.open_root().expect("a");
+        let b = t.open_root().expect("b");
+        let c = t.open_root().expect("c, after the wrap");
+        assert_eq!((a, b, c), (u32::MAX - 1, u32::MAX, 1));
+        t.close(b).expect("close");
+        t.next_handle = 1;
+        let d = t.open_root().expect("d skips 1, which is held");
+        assert_eq!(d, 2);
     }
 
     #[test]
