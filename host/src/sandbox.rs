@@ -463,6 +463,11 @@ impl Sandbox {
         self.sessions.ended(caller, session_id)
     }
 
+    /// Open sessions of `caller` opened for the owner tag `owner`.
+    pub fn session_count_for_owner(&self, caller: &str, owner: &str) -> usize {
+        self.sessions.count_for_owner(caller, owner)
+    }
+
     /// Whether `caller`'s session is open.
     pub fn session_open(&self, caller: &str, session_id: &str) -> bool {
         self.sessions.is_open(caller, session_id)

@@ -397,6 +397,14 @@ impl SessionTable {
         self.lock().values().filter(|s| s.owner == caller).count()
     }
 
+    /// Open sessions of `caller` opened for the owner `tag`.
+    pub(crate) fn count_for_owner(&self, caller: &str, tag: &str) -> usize {
+        self.lock()
+            .values()
+            .filter(|s| s.owner == caller && s.tag.as_deref() == Some(tag))
+            .count()
+    }
+
     /// Open sessions in all.
     pub(crate) fn len(&self) -> usize {
         self.lock().len()

@@ -996,8 +996,15 @@ async fn open_session(
         owner: (!owner.is_empty() && per_owner > 0).then(|| (owner.clone(), per_owner)),
     };
     // The owner's cap may free a place; the caller's is checked after.
+    // At the caller's cap only a replacement can make room: the owner must
+    // be at its own cap, or nothing would be replaced and the new session
+    // would be closed again at once.
     let at_cap = app.sandbox.session_count(&caller.id) >= caller.max_sessions as usize;
-    if at_cap && opts.owner.is_none() {
+    let replaces = opts
+        .owner
+        .as_ref()
+        .is_some_and(|(tag, cap)| app.sandbox.session_count_for_owner(&caller.id, tag) >= *cap);
+    if at_cap && !replaces {
         app.metrics.shed("session_limit");
         return Err(from_api(ApiError::new(
             "session_limit",
