@@ -407,6 +407,18 @@ impl Envelope {
         })
     }
 
+    /// What the request digest covers: this envelope as sent (the timeout
+    /// before clamping) and `payload`.
+    fn facts(&self, payload: &Payload) -> RequestFacts {
+        RequestFacts {
+            protocol: PROTOCOL,
+            minimum_isolation: self.minimum_isolation.clone(),
+            timeout_ms: self.timeout_ms,
+            software: self.software.clone(),
+            payload: payload.clone(),
+        }
+    }
+
     fn rule_id(&self) -> String {
         self.software
             .as_ref()
@@ -789,13 +801,7 @@ async fn run(
 ) -> Result<Value, ConnectError> {
     let env = Envelope::read(m)?;
     let payload = payload(m)?;
-    let facts = RequestFacts {
-        protocol: PROTOCOL,
-        minimum_isolation: env.minimum_isolation.clone(),
-        timeout_ms: env.timeout_ms,
-        software: env.software.clone(),
-        payload: payload.clone(),
-    };
+    let facts = env.facts(&payload);
     let (mut req, identity, project) = match &payload {
         Payload::Javascript {
             code,
@@ -1100,13 +1106,7 @@ async fn session_run(
     if code.is_empty() {
         return Err(invalid("a cell needs code"));
     }
-    let facts = RequestFacts {
-        protocol: PROTOCOL,
-        minimum_isolation: env.minimum_isolation.clone(),
-        timeout_ms: env.timeout_ms,
-        software: env.software.clone(),
-        payload: payload.clone(),
-    };
+    let facts = env.facts(&payload);
     let session = match valid_session_id(&id)
         .then(|| app.connect_sessions.get(&caller.id, &id))
         .flatten()
