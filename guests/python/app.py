@@ -20,9 +20,13 @@ import sys
 import traceback
 import types
 
-from componentize_py_types import Err
+try:
+    from componentize_py_types import Err
 
-import wit_world
+    import wit_world
+except ImportError:  # imported by the scientific guest's driver, which has its own export
+    Err = None
+    wit_world = None
 
 # componentize-py ships no filesystem with the component: the standard
 # library exists only at build time, so a module that is not imported here
@@ -316,7 +320,7 @@ def _run_cell(code):
         body, tail = _compile_cell(code, filename)
     except BaseException as exc:
         # A SyntaxError (or similar) from parsing: no user frames to show.
-        raise _CellError(_format_exception(exc, None)) from None
+        raise _CellError(_format_exception(exc, None), exc) from None
 
     try:
         for stmts in body:
@@ -332,15 +336,16 @@ def _run_cell(code):
                 text += _NO_NETWORK_HINT
         except BaseException:
             pass
-        raise _CellError(text) from None
+        raise _CellError(text, exc) from None
 
 
 class _CellError(Exception):
-    """Carries a formatted traceback out of `_run_cell`."""
+    """Carries a formatted traceback (and the exception) out of `_run_cell`."""
 
-    def __init__(self, text):
+    def __init__(self, text, exc=None):
         super().__init__(text)
         self.text = text
+        self.exc = exc
 
 
 def _write_stderr(text):
@@ -364,31 +369,47 @@ def _flush_all():
             pass
 
 
-class WitWorld(wit_world.WitWorld):
-    """The `interpreter` world's exports."""
+def evaluate(code, after=None):
+    """Evaluate `code` in the persistent namespace (see module docs).
 
-    def eval(self, code: str) -> str:
-        """Evaluate `code` in the persistent namespace (see module docs).
+    Returns (result, error, exception): the repr of the trailing expression
+    ("" when there is none or it is None) and None, or "" and the traceback
+    (already written to stderr) with the exception that caused it. `after`,
+    if given, runs once the cell did (the scientific guest saves figures
+    there); an exception it raises is the cell's. No Python exception
+    escapes.
+    """
+    if not code:
+        _warm_up()
+        return "", None, None
+    error = None
+    cause = None
+    result = ""
+    try:
+        _per_run_setup()
+        result = _run_cell(code)
+        if after is not None:
+            after()
+    except _CellError as exc:
+        error, cause = exc.text, exc.exc
+    except BaseException as exc:  # `after`, a bug here, or an error while formatting
+        error, cause = _format_exception(exc, exc.__traceback__), exc
+    if error is not None:
+        _write_stderr(error)
+    _flush_all()
+    if error is not None:
+        return "", _clean(error), cause
+    return _clean(result), None, None
 
-        Returns the repr of the trailing expression ("" when there is none or
-        it is None); raises `Err(traceback)` when the cell raised, after
-        writing the traceback to stderr. No Python exception escapes.
-        """
-        if not code:
-            _warm_up()
-            return ""
-        error = None
-        result = ""
-        try:
-            _per_run_setup()
-            result = _run_cell(code)
-        except _CellError as exc:
-            error = exc.text
-        except BaseException as exc:  # a bug here, or an error while formatting
-            error = _format_exception(exc, exc.__traceback__)
-        if error is not None:
-            _write_stderr(error)
-        _flush_all()
-        if error is not None:
-            raise Err(_clean(error))
-        return _clean(result)
+
+if wit_world is not None:
+
+    class WitWorld(wit_world.WitWorld):
+        """The `interpreter` world's exports."""
+
+        def eval(self, code: str) -> str:
+            """`evaluate(code)`: the result, or `Err(traceback)`."""
+            result, error, _ = evaluate(code)
+            if error is not None:
+                raise Err(error)
+            return result

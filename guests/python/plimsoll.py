@@ -25,8 +25,12 @@ Every refusal raises a subclass of :class:`BrokerError`; an HTTP error status
 
 import json as _json
 
-from componentize_py_types import Err as _Err
-from wit_world.imports import broker as _broker
+try:
+    from componentize_py_types import Err as _Err
+    from wit_world.imports import broker as _broker
+except ImportError:  # the scientific guest: broker calls are host-door frames
+    _Err = None
+    _broker = None
 
 __all__ = [
     "call",
@@ -222,6 +226,8 @@ def call(api, method, path, body=None, headers=None):
     _check_str("path", path)
     hdrs = _headers_list(headers)
     payload = _encode_body(body, hdrs)
+    if _broker is None:
+        return _door_call(api, method.upper(), path, hdrs, payload)
     req = _broker.Request(method=method.upper(), path=path, headers=hdrs, body=payload)
     try:
         resp = _broker.call(api, req)
@@ -231,6 +237,44 @@ def call(api, method, path, body=None, headers=None):
         return Response(resp.status, resp.headers, resp.body)
     # Raised outside the except block so the traceback shows no chained Err.
     raise _call_error(err)
+
+
+_DOOR_ERRORS = {
+    "denied": lambda m: Denied(m),
+    "budget_exhausted": lambda m: BudgetExhausted("the run's call budget is used up"),
+    "request_too_large": lambda m: RequestTooLarge("the request body is larger than the request cap"),
+    "response_too_large": lambda m: ResponseTooLarge(
+        "the response is larger than the grant's response cap"
+    ),
+    "timeout": lambda m: Timeout("the upstream did not answer in time"),
+    "upstream": lambda m: UpstreamError(m),
+}
+
+
+def _door_call(api, method, path, headers, body):
+    """`call` in the scientific guest: one JSON frame through `_host.call`,
+    answered by the same broker (grant checks, credential, CallTrace)."""
+    import base64
+    import _host
+
+    frame = _json.dumps(
+        {
+            "op": "call",
+            "api": api,
+            "method": method,
+            "path": path,
+            "headers": headers,
+            "body": base64.b64encode(body).decode("ascii"),
+        }
+    ).encode("utf-8")
+    answer = _json.loads(_host.call(frame))
+    err = answer.get("error")
+    if err is None:
+        return Response(answer["status"], answer["headers"], base64.b64decode(answer["body"]))
+    make = _DOOR_ERRORS.get(err.get("kind"))
+    if make is None:
+        raise BrokerError("unknown broker error: %r" % (err.get("kind"),))
+    raise make(err.get("message", ""))
 
 
 def get(api, path, headers=None):

@@ -51,6 +51,10 @@ pub struct BatchJob {
     pub limits: Limits,
     #[serde(default)]
     pub grants: Vec<String>,
+    /// The interpreter guest for `language` (`"scientific"` for Python's
+    /// scientific guest); as a run request's `guest`.
+    #[serde(default)]
+    pub guest: Option<String>,
 }
 
 /// How to run a batch.
@@ -462,6 +466,7 @@ async fn run_job(
         files: job.files.clone(),
         grants: job.grants.clone(),
         limits: job.limits,
+        guest: job.guest.clone(),
         ..RunRequest::default()
     };
     // A component that is not a registered name is a path to a .wasm file,

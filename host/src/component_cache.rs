@@ -17,6 +17,50 @@ use wasmtime::component::Component;
 /// Largest component accepted, in bytes.
 pub const MAX_COMPONENT_BYTES: usize = 256 << 20;
 
+/// Largest core module accepted (the scientific guest's snapshot, an
+/// operator-installed file), in bytes.
+pub const MAX_MODULE_BYTES: usize = 1 << 30;
+
+/// What the cache holds: compiled components or core modules.
+pub(crate) trait Compiled: Sized {
+    /// The largest input accepted.
+    const MAX_BYTES: usize;
+    fn compile(engine: &wasmtime::Engine, bytes: &[u8]) -> wasmtime::Result<Self>;
+    /// # Safety
+    /// `path` must hold what [`Compiled::serialize`] wrote for an engine
+    /// of the same configuration (wasmtime checks the configuration).
+    unsafe fn load_file(engine: &wasmtime::Engine, path: &Path) -> wasmtime::Result<Self>;
+    fn serialize(&self) -> wasmtime::Result<Vec<u8>>;
+}
+
+impl Compiled for Component {
+    const MAX_BYTES: usize = MAX_COMPONENT_BYTES;
+    fn compile(engine: &wasmtime::Engine, bytes: &[u8]) -> wasmtime::Result<Self> {
+        Component::new(engine, bytes)
+    }
+    unsafe fn load_file(engine: &wasmtime::Engine, path: &Path) -> wasmtime::Result<Self> {
+        // SAFETY: the caller's contract.
+        unsafe { Component::deserialize_file(engine, path) }
+    }
+    fn serialize(&self) -> wasmtime::Result<Vec<u8>> {
+        Component::serialize(self)
+    }
+}
+
+impl Compiled for wasmtime::Module {
+    const MAX_BYTES: usize = MAX_MODULE_BYTES;
+    fn compile(engine: &wasmtime::Engine, bytes: &[u8]) -> wasmtime::Result<Self> {
+        wasmtime::Module::new(engine, bytes)
+    }
+    unsafe fn load_file(engine: &wasmtime::Engine, path: &Path) -> wasmtime::Result<Self> {
+        // SAFETY: the caller's contract.
+        unsafe { wasmtime::Module::deserialize_file(engine, path) }
+    }
+    fn serialize(&self) -> wasmtime::Result<Vec<u8>> {
+        wasmtime::Module::serialize(self)
+    }
+}
+
 /// Why a component could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -96,7 +140,16 @@ impl ComponentCache {
         engine: &SandboxEngine,
         bytes: &[u8],
     ) -> Result<(Component, String), LoadError> {
-        if bytes.len() > MAX_COMPONENT_BYTES {
+        self.load_compiled(engine, bytes)
+    }
+
+    /// [`ComponentCache::load`] for components or core modules.
+    pub(crate) fn load_compiled<C: Compiled>(
+        &self,
+        engine: &SandboxEngine,
+        bytes: &[u8],
+    ) -> Result<(C, String), LoadError> {
+        if bytes.len() > C::MAX_BYTES {
             return Err(LoadError::TooLarge(bytes.len()));
         }
         // Precompiled artifacts are native code: accepting one from a caller
@@ -106,7 +159,7 @@ impl ComponentCache {
         }
         let hash = content_hash(bytes);
         let Some(dir) = &self.dir else {
-            let c = Component::new(engine.engine(), bytes)
+            let c = C::compile(engine.engine(), bytes)
                 .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
             return Ok((c, hash));
         };
@@ -116,7 +169,7 @@ impl ComponentCache {
             // (checked in `open`), and it was written by `store` below from
             // `Component::serialize` of this engine configuration (the name
             // carries the engine's compatibility digest).
-            match unsafe { Component::deserialize_file(engine.engine(), &path) } {
+            match unsafe { C::load_file(engine.engine(), &path) } {
                 Ok(c) => return Ok((c, hash)),
                 Err(e) => {
                     tracing::warn!("dropping unreadable cache entry {}: {e:#}", path.display());
@@ -124,8 +177,8 @@ impl ComponentCache {
                 }
             }
         }
-        let c = Component::new(engine.engine(), bytes)
-            .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
+        let c =
+            C::compile(engine.engine(), bytes).map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
         if let Err(e) = store(dir, &path, &c) {
             // A cache that cannot be written only costs time.
             tracing::warn!("could not write cache entry {}: {e}", path.display());
@@ -144,14 +197,23 @@ impl ComponentCache {
         engine: &SandboxEngine,
         path: &Path,
     ) -> Result<(Component, String), LoadError> {
+        self.load_compiled_file(engine, path)
+    }
+
+    /// [`ComponentCache::load_file`] for components or core modules.
+    pub(crate) fn load_compiled_file<C: Compiled>(
+        &self,
+        engine: &SandboxEngine,
+        path: &Path,
+    ) -> Result<(C, String), LoadError> {
         let md = std::fs::metadata(path)?;
-        if md.len() > MAX_COMPONENT_BYTES as u64 {
+        if md.len() > C::MAX_BYTES as u64 {
             return Err(LoadError::TooLarge(
                 usize::try_from(md.len()).unwrap_or(usize::MAX),
             ));
         }
         let Some(dir) = &self.dir else {
-            return self.load(engine, &std::fs::read(path)?);
+            return self.load_compiled(engine, &std::fs::read(path)?);
         };
         let abs = std::fs::canonicalize(path)?;
         let key = format!(
@@ -172,12 +234,12 @@ impl ComponentCache {
             if cwasm.is_file() {
                 // SAFETY: as in `load`: a file this host wrote into its own
                 // private directory, named by the engine's digest.
-                if let Ok(c) = unsafe { Component::deserialize_file(engine.engine(), &cwasm) } {
+                if let Ok(c) = unsafe { C::load_file(engine.engine(), &cwasm) } {
                     return Ok((c, hash));
                 }
             }
         }
-        let loaded = self.load(engine, &std::fs::read(path)?)?;
+        let loaded = self.load_compiled::<C>(engine, &std::fs::read(path)?)?;
         let write_index = || -> std::io::Result<()> {
             std::fs::create_dir_all(dir.join("by-file"))?;
             let mut tmp = tempfile::NamedTempFile::new_in(dir.join("by-file"))?;
@@ -192,7 +254,7 @@ impl ComponentCache {
     }
 }
 
-fn store(dir: &Path, path: &Path, c: &Component) -> std::io::Result<()> {
+fn store<C: Compiled>(dir: &Path, path: &Path, c: &C) -> std::io::Result<()> {
     let bytes = c
         .serialize()
         .map_err(|e| std::io::Error::other(format!("{e:#}")))?;

@@ -24,6 +24,31 @@ pub const PYTHON_COMPONENT_ENV: &str = "PLIMSOLL_PYTHON_COMPONENT";
 /// The JavaScript interpreter component.
 pub const JAVASCRIPT_COMPONENT_ENV: &str = "PLIMSOLL_JAVASCRIPT_COMPONENT";
 
+/// The scientific Python guest's directory (`guests/scientific/build.sh`
+/// makes it); default `scientific/` in `PLIMSOLL_GUESTS_DIR`, else
+/// `target/guests/scientific`.
+pub const SCIENTIFIC_DIR_ENV: &str = "PLIMSOLL_SCIENTIFIC_DIR";
+/// The guest a `python` request without `guest` runs: `standard`
+/// (default) or `scientific`.
+pub const PYTHON_GUEST_ENV: &str = "PLIMSOLL_PYTHON_GUEST";
+
+/// The scientific guest's directory, if this host has one: the setting,
+/// else the guests directory's `scientific/`, else the checkout's.
+pub fn default_scientific_dir() -> Option<PathBuf> {
+    if let Some(explicit) = std::env::var_os(SCIENTIFIC_DIR_ENV).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(explicit));
+    }
+    [
+        std::env::var_os(GUESTS_DIR_ENV)
+            .filter(|p| !p.is_empty())
+            .map(|d| PathBuf::from(d).join("scientific")),
+        Some(PathBuf::from("target/guests/scientific")),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|d| d.join(crate::scientific::SNAPSHOT_FILE).is_file())
+}
+
 /// The interpreter components this host can find: for each language,
 /// `PLIMSOLL_<LANG>_COMPONENT`, else `<lang>.wasm` in `PLIMSOLL_GUESTS_DIR`,
 /// else `target/guests/<lang>.wasm` under the current directory (a
@@ -72,6 +97,11 @@ pub enum ConfigError {
     Envelope { path: PathBuf, message: String },
     #[error("{name} must be a whole number")]
     Number { name: &'static str },
+    #[error("{name} must be one of: {choices}")]
+    Choice {
+        name: &'static str,
+        choices: &'static str,
+    },
 }
 
 fn var(name: &'static str) -> Result<Option<String>, ConfigError> {
@@ -170,6 +200,17 @@ impl SandboxConfig {
             min_isolation,
             grants,
             interpreters: default_interpreters(),
+            scientific: default_scientific_dir(),
+            python_default_scientific: match var(PYTHON_GUEST_ENV)?.as_deref().map(str::trim) {
+                None | Some("standard") => false,
+                Some("scientific") => true,
+                Some(_) => {
+                    return Err(ConfigError::Choice {
+                        name: PYTHON_GUEST_ENV,
+                        choices: "standard, scientific",
+                    });
+                }
+            },
             runtime: RuntimeConfig {
                 cache_dir: Some(
                     std::env::var_os(CACHE_DIR_ENV)

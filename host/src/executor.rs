@@ -131,6 +131,16 @@ pub(crate) fn prepare_in(
         deadline,
         Some(workspace.clone()),
     );
+    let mut state = state;
+    // A core-module guest's stdio and files; its guest sets the layout
+    // when it instantiates ([`crate::scientific`]).
+    state.p1 = Some(Box::new(crate::wasip1::fds::P1State::new(
+        Arc::default(),
+        stdin.to_vec(),
+        stdout.clone(),
+        stderr.clone(),
+        usize::try_from(env.open_files).unwrap_or(usize::MAX),
+    )));
     Ok(Prepared {
         store: new_store(rt.engine(), state, env.fuel),
         stdout,
@@ -208,10 +218,16 @@ impl crate::warm::Maker for crate::runtime::RuntimeInner {
             // off the claiming run too. It runs no caller's code and must
             // leave nothing behind; an instance whose interpreter reports
             // an error for it is not used.
-            if let Live::Interpreter(i) = &live
-                && i.call_eval(&mut store, "").await?.is_err()
-            {
+            let empty = match &live {
+                Live::Interpreter(i) => Some(i.call_eval(&mut store, "").await?),
+                Live::Core(c) => Some(c.eval(&mut store, "").await?),
+                Live::Agent(_) => None,
+            };
+            if empty.is_some_and(|r| r.is_err()) {
                 return Err(wasmtime::Error::msg("the empty evaluation failed"));
+            }
+            if crate::scientific::CoreLive::holds_files(&store) {
+                return Err(wasmtime::Error::msg("the instance holds files"));
             }
             // The claiming run's state replaces the placeholder's whole,
             // resource table included: an instance still holding a WASI
@@ -250,6 +266,7 @@ fn run_state(
         deadline,
         workspace,
         stop: None,
+        p1: None,
     }
 }
 
@@ -390,6 +407,7 @@ pub(crate) async fn invoke(
                 .await
                 .map(|r| CallValue::Run(r.is_ok())),
             Live::Interpreter(i) => i.call_eval(&mut *store, code).await.map(CallValue::Eval),
+            Live::Core(c) => c.eval(&mut *store, code).await.map(CallValue::Eval),
         }
     };
     match tokio::time::timeout(wall + OUTER_GRACE, call).await {

@@ -21,10 +21,14 @@ pub enum GuestKind {
 pub(crate) enum GuestPre {
     Agent(CommandPre<RunState>),
     Interpreter(InterpreterPre<RunState>),
+    /// A core module of the interpreter world's semantics (the scientific
+    /// Python guest, [`crate::scientific`]).
+    Core(crate::scientific::CorePre),
 }
 
 struct GuestInner {
-    component: Component,
+    /// The component; `None` for a core-module guest.
+    component: Option<Component>,
     identity: String,
     content_hash: String,
     kind: GuestKind,
@@ -72,7 +76,7 @@ impl Guest {
         };
         Ok(Guest {
             inner: Arc::new(GuestInner {
-                component: component.clone(),
+                component: Some(component.clone()),
                 identity: format!("{family}:sha256:{content_hash}"),
                 content_hash,
                 kind,
@@ -105,8 +109,35 @@ impl Guest {
             .unwrap_or("component")
     }
 
-    pub(crate) fn component(&self) -> &Component {
-        &self.inner.component
+    /// Links the scientific guest: `module` (its snapshot, whose hash is
+    /// `module_hash`) with its read-only files.
+    pub(crate) fn core(
+        linker: &wasmtime::Linker<RunState>,
+        module: &wasmtime::Module,
+        module_hash: &str,
+        artifacts: &crate::scientific::Artifacts,
+    ) -> Result<Guest, LoadError> {
+        let (pre, content_hash) = crate::scientific::link(linker, module, module_hash, artifacts)?;
+        Ok(Guest {
+            inner: Arc::new(GuestInner {
+                component: None,
+                identity: format!("{}:sha256:{content_hash}", crate::scientific::FAMILY),
+                content_hash,
+                kind: GuestKind::Interpreter,
+                pre: GuestPre::Core(pre),
+            }),
+        })
+    }
+
+    /// The component; `None` for a core-module guest.
+    pub(crate) fn component(&self) -> Option<&Component> {
+        self.inner.component.as_ref()
+    }
+
+    /// Whether this is a core-module guest (served in this process only
+    /// for now: worker images hold components).
+    pub fn is_core_module(&self) -> bool {
+        self.inner.component.is_none()
     }
 
     pub(crate) fn pre(&self) -> &GuestPre {
@@ -118,6 +149,7 @@ impl Guest {
 pub(crate) enum Live {
     Agent(Command),
     Interpreter(Interpreter),
+    Core(crate::scientific::CoreLive),
 }
 
 /// Instantiates the guest in `store`.
@@ -128,6 +160,9 @@ pub(crate) async fn instantiate(
     match guest.pre() {
         GuestPre::Agent(pre) => Ok(Live::Agent(pre.instantiate_async(store).await?)),
         GuestPre::Interpreter(pre) => Ok(Live::Interpreter(pre.instantiate_async(store).await?)),
+        GuestPre::Core(pre) => Ok(Live::Core(
+            crate::scientific::instantiate(pre, store).await?,
+        )),
     }
 }
 

@@ -19,6 +19,10 @@ pub struct RunLimiter {
     memory_peak: usize,
     /// Whether any growth was refused.
     refused: bool,
+    /// Memory allowed on top of the limit: a guest's own snapshot heap
+    /// (the scientific guest's), so that the envelope's `memory_bytes` is
+    /// what the run's code may add to it.
+    base: usize,
 }
 
 impl RunLimiter {
@@ -32,7 +36,25 @@ impl RunLimiter {
             memory_total: 0,
             memory_peak: 0,
             refused: false,
+            base: 0,
         }
+    }
+
+    /// Allows `bytes` more than the run's limit, for a guest whose image
+    /// starts with that much memory (its snapshot heap).
+    pub fn set_base(&mut self, bytes: u64) {
+        let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        self.memory_limit = self
+            .memory_limit
+            .saturating_sub(self.base)
+            .saturating_add(bytes);
+        self.base = bytes;
+    }
+
+    /// Records that the guest itself reported running out of memory (an
+    /// allocation it refused before asking the engine to grow).
+    pub fn note_refusal(&mut self) {
+        self.refused = true;
     }
 
     /// Highest total linear memory seen, in bytes.
@@ -58,12 +80,17 @@ impl RunLimiter {
         self.memory_total = earlier.memory_total;
         self.memory_peak = self.memory_peak.max(earlier.memory_total);
         self.refused |= earlier.refused;
+        if earlier.base > self.base {
+            self.set_base(earlier.base as u64);
+        }
     }
 
     /// Sets a new memory limit (between evaluations of a session). The
     /// current size counts against it; the refusal flag is cleared.
     pub fn reset_for_next_run(&mut self, memory: u64) {
-        self.memory_limit = usize::try_from(memory).unwrap_or(usize::MAX);
+        self.memory_limit = usize::try_from(memory)
+            .unwrap_or(usize::MAX)
+            .saturating_add(self.base);
         self.memory_peak = self.memory_total;
         self.refused = false;
     }

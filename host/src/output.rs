@@ -74,6 +74,12 @@ impl CappedOutput {
         out
     }
 
+    /// Appends as much of `data` as fits (a preview-1 guest's
+    /// `fd_write`). Returns an error when some of it did not fit.
+    pub(crate) fn append_bytes(&self, data: &[u8]) -> Result<(), OutputLimitExceeded> {
+        self.append(data)
+    }
+
     /// Appends as much of `data` as fits. Returns an error when some of it
     /// did not fit.
     fn append(&self, data: &[u8]) -> Result<(), OutputLimitExceeded> {

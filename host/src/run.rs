@@ -54,6 +54,9 @@ impl Language {
     /// (`python-wasm:sha256:…`), if it is one of the interpreters.
     pub fn from_identity(identity: &str) -> Option<Language> {
         let family = identity.split(":sha256:").next()?;
+        if family == crate::scientific::FAMILY {
+            return Some(Language::Python);
+        }
         [Language::Python, Language::Javascript]
             .into_iter()
             .find(|l| l.identity_family() == family)
@@ -122,6 +125,13 @@ pub struct RunRequest {
     /// after the run, in this order, within the artifact caps.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capture: Vec<String>,
+    /// Which interpreter guest runs a `language` request, when the host
+    /// has more than one: for `python`, `"scientific"` (numpy, pandas,
+    /// scipy, scikit-learn, statsmodels and matplotlib already imported)
+    /// or `"standard"` (the small guest). Absent: the operator's default
+    /// (`PLIMSOLL_PYTHON_GUEST`), else the small guest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<String>,
 }
 
 impl RunRequest {

@@ -157,6 +157,30 @@ impl Runtime {
         Guest::link(&self.inner.linker, &component, hash, family)
     }
 
+    /// Loads the scientific Python guest from its directory: the snapshot
+    /// (compiled, or loaded from the cache), the standard-library zip and
+    /// matplotlib's data ([`crate::scientific`]).
+    pub fn load_scientific(&self, dir: &Path) -> Result<Guest, LoadError> {
+        self.load_scientific_with(dir, &self.inner.cache)
+    }
+
+    /// [`Runtime::load_scientific`] through `cache` (a build filling a
+    /// cache for later runs).
+    pub fn load_scientific_with(
+        &self,
+        dir: &Path,
+        cache: &ComponentCache,
+    ) -> Result<Guest, LoadError> {
+        let artifacts = crate::scientific::load_artifacts(dir)?;
+        let (module, hash) = cache.load_compiled_file::<wasmtime::Module>(
+            &self.inner.engine,
+            &dir.join(crate::scientific::SNAPSHOT_FILE),
+        )?;
+        let linker = crate::scientific::linker(self.engine().engine())
+            .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+        Guest::core(&linker, &module, &hash, &artifacts)
+    }
+
     /// Loads a precompiled image that this host's supervisor wrote (a
     /// worker's guests). Never call this with a file a caller supplied:
     /// precompiled images are native code.
@@ -207,6 +231,9 @@ impl Runtime {
         }
         let bytes = guest
             .component()
+            .ok_or_else(|| {
+                std::io::Error::other("a core-module guest has no worker image (in-process only)")
+            })?
             .serialize()
             .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;

@@ -42,6 +42,12 @@ pub struct SandboxConfig {
     /// The interpreter components, by language. A language without one is
     /// refused with `language_unavailable`.
     pub interpreters: Vec<(Language, PathBuf)>,
+    /// The scientific Python guest's directory ([`crate::scientific`]),
+    /// if the host offers it.
+    pub scientific: Option<PathBuf>,
+    /// Whether a `python` request that names no `guest` runs the
+    /// scientific guest (`PLIMSOLL_PYTHON_GUEST=scientific`).
+    pub python_default_scientific: bool,
     /// Limits on sessions.
     pub sessions: SessionLimits,
     /// Workers of the wrapped providers.
@@ -57,6 +63,8 @@ impl Default for SandboxConfig {
             runtime: RuntimeConfig::default(),
             grants: GrantProfiles::empty(),
             interpreters: Vec::new(),
+            scientific: None,
+            python_default_scientific: false,
             sessions: SessionLimits::default(),
             workers: crate::provider::WorkerConfig::default(),
         }
@@ -76,6 +84,12 @@ pub enum SandboxError {
     PoolTooSmall { envelope: u64, engine: u64 },
     #[error("provider {provider} cannot start: {why}")]
     Wrapper { provider: ProviderKind, why: String },
+    #[error("the scientific Python guest {path}: {source}")]
+    Scientific { path: PathBuf, source: LoadError },
+    #[error(
+        "PLIMSOLL_PYTHON_GUEST=scientific, but this host has no scientific guest (build it with `make guests`)"
+    )]
+    NoScientificGuest,
     #[error("the {language} interpreter component {path}: {source}")]
     Interpreter {
         language: &'static str,
@@ -92,6 +106,9 @@ pub struct Sandbox {
     min_isolation: Option<Tier>,
     grants: GrantProfiles,
     interpreters: HashMap<Language, Guest>,
+    /// The scientific Python guest, if the host has one.
+    scientific: Option<Guest>,
+    python_default_scientific: bool,
     components: RwLock<HashMap<String, Guest>>,
     sessions: SessionTable,
 }
@@ -141,6 +158,23 @@ impl Sandbox {
                 })?;
             interpreters.insert(*language, guest);
         }
+        let scientific = match &config.scientific {
+            Some(dir) if config.provider != ProviderKind::Disabled => Some(
+                runtime
+                    .load_scientific(dir)
+                    .map_err(|source| SandboxError::Scientific {
+                        path: dir.clone(),
+                        source,
+                    })?,
+            ),
+            _ => None,
+        };
+        if config.python_default_scientific
+            && scientific.is_none()
+            && config.provider != ProviderKind::Disabled
+        {
+            return Err(SandboxError::NoScientificGuest);
+        }
         let provider: Arc<dyn Provider> = match config.provider {
             ProviderKind::Disabled => Arc::new(DisabledProvider),
             ProviderKind::Wasm => Arc::new(WasmProvider::new(runtime.clone())),
@@ -176,6 +210,8 @@ impl Sandbox {
             min_isolation: config.min_isolation,
             grants: config.grants,
             interpreters,
+            scientific,
+            python_default_scientific: config.python_default_scientific,
             sessions: SessionTable::new(config.sessions),
             components: RwLock::new(HashMap::new()),
         })
@@ -237,6 +273,68 @@ impl Sandbox {
         self.interpreters.get(&language)
     }
 
+    /// The scientific Python guest, if the host has one.
+    pub fn scientific(&self) -> Option<&Guest> {
+        self.scientific.as_ref()
+    }
+
+    /// The guest that runs `language` code when the request names `guest`
+    /// (`scientific`, `standard`, or none: the operator's default).
+    pub fn interpreter_for(
+        &self,
+        language: Language,
+        guest: Option<&str>,
+    ) -> Result<Guest, ErrorInfo> {
+        let err = |code: &str, message: String| ErrorInfo {
+            code: code.into(),
+            message,
+        };
+        let scientific = match (language, guest) {
+            (Language::Python, None) => self.python_default_scientific,
+            (Language::Python, Some(crate::scientific::GUEST_NAME)) => true,
+            (_, None | Some("standard")) => false,
+            (_, Some(other)) => {
+                return Err(err(
+                    "guest_unavailable",
+                    format!(
+                        "no {} guest named {:?}: `guest` is \"standard\"{}",
+                        language.as_str(),
+                        other.chars().take(64).collect::<String>(),
+                        if language == Language::Python {
+                            " or \"scientific\""
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+            }
+        };
+        if scientific {
+            let g = self.scientific.clone().ok_or_else(|| {
+                err(
+                    "guest_unavailable",
+                    "this host has no scientific Python guest (build it with `make guests`)".into(),
+                )
+            })?;
+            if self.provider.isolation().wrapper.is_some() {
+                return Err(err(
+                    "guest_unavailable",
+                    format!(
+                        "the scientific Python guest runs under the `wasm` provider only for now; provider {} runs component images",
+                        self.provider.isolation().provider
+                    ),
+                ));
+            }
+            return Ok(g);
+        }
+        self.interpreters.get(&language).cloned().ok_or_else(|| {
+            err(
+                "language_unavailable",
+                format!("this host has no {} interpreter", language.as_str()),
+            )
+        })
+    }
+
     /// The identities of the interpreter guests, by language.
     pub fn interpreter_identities(&self) -> Vec<(Language, String)> {
         let mut v: Vec<_> = self
@@ -245,6 +343,24 @@ impl Sandbox {
             .map(|(l, g)| (*l, g.identity().to_owned()))
             .collect();
         v.sort_by_key(|(l, _)| l.as_str());
+        v
+    }
+
+    /// Every interpreter guest by the name a request selects it with: the
+    /// language (`python`, `javascript`), and `python/scientific` for the
+    /// scientific guest when the host has it.
+    pub fn guest_identities(&self) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = self
+            .interpreter_identities()
+            .into_iter()
+            .map(|(l, id)| (l.as_str().to_owned(), id))
+            .collect();
+        if let Some(g) = &self.scientific {
+            v.push((
+                format!("python/{}", crate::scientific::GUEST_NAME),
+                g.identity().to_owned(),
+            ));
+        }
         v
     }
 
@@ -285,14 +401,9 @@ impl Sandbox {
                         "a `language` request needs `code`",
                     );
                 }
-                return match self.interpreters.get(&language) {
-                    Some(g) => self.run_guest_with_id(caller, g, req, run_id).await,
-                    None => RunResult::refused(
-                        run_id,
-                        self.isolation(),
-                        "language_unavailable",
-                        format!("this host has no {} interpreter", language.as_str()),
-                    ),
+                return match self.interpreter_for(language, req.guest.as_deref()) {
+                    Ok(g) => self.run_guest_with_id(caller, &g, req, run_id).await,
+                    Err(e) => RunResult::refused(run_id, self.isolation(), &e.code, e.message),
                 };
             }
             (None, Some(name)) => name,
@@ -522,12 +633,7 @@ impl Sandbox {
             message,
         };
         match (req.language, req.component.as_deref()) {
-            (Some(l), None) => self.interpreters.get(&l).cloned().ok_or_else(|| {
-                err(
-                    "language_unavailable",
-                    format!("this host has no {} interpreter", l.as_str()),
-                )
-            }),
+            (Some(l), None) => self.interpreter_for(l, req.guest.as_deref()),
             (None, Some(name)) => self.component(name).ok_or_else(|| {
                 err(
                     "unknown_component",

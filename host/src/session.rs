@@ -23,7 +23,7 @@ use crate::envelope::Envelope;
 use crate::executor::{self, BrokerSide, Classified, Live, Prepared};
 use crate::grant::GrantSet;
 use crate::guest::Guest;
-use crate::run::{ErrorInfo, RunRequest, RunResult};
+use crate::run::{ErrorInfo, Language, RunRequest, RunResult};
 use crate::runtime::Runtime;
 use crate::tier::Isolation;
 use crate::workspace::Workspace;
@@ -600,7 +600,7 @@ impl SessionTable {
             Some(language) => slot
                 .guests
                 .iter()
-                .position(|g| g.family() == language.identity_family()),
+                .position(|g| Language::from_identity(g.identity()) == Some(language)),
             None if slot.guests.len() == 1 => Some(0),
             None => None,
         };

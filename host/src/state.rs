@@ -38,6 +38,9 @@ pub struct RunState {
     /// instance's placeholder, which has no workspace.
     pub(crate) workspace: Option<Arc<Workspace>>,
     pub(crate) stop: Option<StopReason>,
+    /// A core-module guest's preview-1 descriptors and stdio
+    /// ([`crate::wasip1`]); `None` for components.
+    pub(crate) p1: Option<Box<crate::wasip1::fds::P1State>>,
 }
 
 impl RunState {

@@ -772,12 +772,7 @@ pub async fn info(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
         provider: iso.provider.clone(),
         isolation: iso,
         min_isolation: app.sandbox.min_isolation(),
-        guests: app
-            .sandbox
-            .interpreter_identities()
-            .into_iter()
-            .map(|(l, id)| (l.as_str().to_owned(), id))
-            .collect(),
+        guests: app.sandbox.guest_identities().into_iter().collect(),
         components: app.components.iter().cloned().collect(),
         caller: CallerInfo {
             id: caller.id.clone(),

