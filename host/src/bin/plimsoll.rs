@@ -323,6 +323,9 @@ async fn preinit_scientific(args: PreinitScientificArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+const NO_SCIENTIFIC: &str =
+    "no scientific Python guest found: build it with `make guests` or set PLIMSOLL_SCIENTIFIC_DIR";
+
 /// Whether a run of `language` with `guest` needs the scientific guest
 /// loaded (loading it reads 60 MB, so a plain run does not).
 fn wants_scientific(cfg: &SandboxConfig, language: Option<Language>, guest: Option<&str>) -> bool {
@@ -449,12 +452,15 @@ async fn run(args: RunArgs) -> ExitCode {
     };
     // Load only the interpreter this run needs (none for a component), and
     // nothing at all when no provider will run it.
+    let scientific = wants_scientific(&cfg, language, args.guest.as_deref());
     cfg.interpreters
-        .retain(|(l, _)| Some(*l) == language && !disabled);
-    if !wants_scientific(&cfg, language, args.guest.as_deref()) {
+        .retain(|(l, _)| Some(*l) == language && !disabled && !scientific);
+    if !scientific {
         cfg.scientific = None;
+    } else if cfg.scientific.is_none() && !disabled {
+        return fail(NO_SCIENTIFIC);
     }
-    if let (Some(l), false) = (language, disabled)
+    if let (Some(l), false, false) = (language, disabled, scientific)
         && cfg.interpreters.is_empty()
     {
         return fail(&format!(
@@ -639,11 +645,15 @@ async fn repl(args: ReplArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    cfg.interpreters.retain(|(l, _)| *l == language);
-    if !wants_scientific(&cfg, Some(language), args.guest.as_deref()) {
+    let scientific = wants_scientific(&cfg, Some(language), args.guest.as_deref());
+    cfg.interpreters
+        .retain(|(l, _)| *l == language && !scientific);
+    if !scientific {
         cfg.scientific = None;
+    } else if cfg.scientific.is_none() && cfg.provider != ProviderKind::Disabled {
+        return fail(NO_SCIENTIFIC);
     }
-    if cfg.provider != ProviderKind::Disabled && cfg.interpreters.is_empty() {
+    if cfg.provider != ProviderKind::Disabled && !scientific && cfg.interpreters.is_empty() {
         return fail(&format!(
             "no {} interpreter component found: build it with `make guests`",
             language.as_str()
