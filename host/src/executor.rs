@@ -292,6 +292,7 @@ pub(crate) fn claim_warm(
     // `prepared.store` (never instantiated) now holds the placeholder.
     let placeholder = prepared.store.data().limiter.clone();
     store.data_mut().limiter.continue_from(&placeholder);
+    crate::guest::adopt(guest, &mut store);
     if rt.engine().options().fuel {
         // Setting fuel cannot fail when the engine counts fuel.
         let _ = store.set_fuel(env.fuel.saturating_sub(fuel_used));

@@ -152,6 +152,15 @@ pub(crate) enum Live {
     Core(crate::scientific::CoreLive),
 }
 
+/// Gives a store that takes over a pre-instantiated instance of `guest`
+/// what the guest's kind keeps in the store: for a core-module guest, its
+/// file layout and memory base (a component's state needs nothing).
+pub(crate) fn adopt(guest: &Guest, store: &mut Store<RunState>) {
+    if let GuestPre::Core(pre) = guest.pre() {
+        crate::scientific::adopt(pre, store);
+    }
+}
+
 /// Instantiates the guest in `store`.
 pub(crate) async fn instantiate(
     guest: &Guest,

@@ -248,6 +248,12 @@ pub(crate) struct CoreLive {
     alloc: TypedFunc<i32, i32>,
 }
 
+/// Gives a store that takes over a pre-instantiated instance (whose own
+/// state was a placeholder's) the guest's file layout and memory base.
+pub(crate) fn adopt(pre: &CorePre, store: &mut Store<RunState>) {
+    install(store, &pre.layout, pre.base_memory);
+}
+
 /// Makes sure `store` has preview-1 state for `layout`.
 fn install(store: &mut Store<RunState>, layout: &Arc<Layout>, base_memory: u64) {
     let st = store.data_mut();

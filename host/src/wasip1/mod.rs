@@ -91,6 +91,10 @@ const READ_ONLY_RIGHTS: u64 = ALL_RIGHTS
 const MAX_PATH: u32 = 4096;
 /// Most iovecs in one call (Linux's `IOV_MAX`).
 const MAX_IOVS: u32 = 1024;
+/// Most bytes one read or write moves (the rest is a short count, as
+/// POSIX allows): an iovec list may name the same memory many times over,
+/// and the host must not copy more than this for one call.
+const MAX_IO: usize = 16 << 20;
 /// Most subscriptions in one `poll_oneoff`.
 const MAX_SUBSCRIPTIONS: u32 = 4096;
 /// The realtime clock while a snapshot is taken: 2026-01-01T00:00:00Z.
@@ -298,14 +302,18 @@ fn read_into(
 ) -> Result<usize, i32> {
     let mut total = 0usize;
     for &(ptr, len) in iovs {
+        let len = (len as usize).min(MAX_IO - total);
         if len == 0 {
+            if total == MAX_IO {
+                break;
+            }
             continue;
         }
-        let chunk = src(len as usize)?;
+        let chunk = src(len)?;
         let n = chunk.len();
         mem.bytes_mut(ptr, n as u32)?.copy_from_slice(&chunk);
         total += n;
-        if n < len as usize {
+        if n < len {
             break;
         }
     }
@@ -315,7 +323,12 @@ fn read_into(
 fn gather(mem: &Mem<'_>, iovs: &[(i32, u32)]) -> Result<Vec<u8>, i32> {
     let mut out = Vec::new();
     for &(ptr, len) in iovs {
-        out.extend_from_slice(mem.bytes(ptr, len)?);
+        let b = mem.bytes(ptr, len)?;
+        let room = MAX_IO - out.len();
+        out.extend_from_slice(&b[..b.len().min(room)]);
+        if out.len() == MAX_IO {
+            break;
+        }
     }
     Ok(out)
 }
@@ -1313,7 +1326,9 @@ async fn poll_oneoff(
         let frozen = c.data().p1.as_ref().is_some_and(|p| p.frozen);
         if !frozen {
             let deadline = c.data().deadline;
-            let until = (Instant::now() + shortest).min(deadline);
+            let until = Instant::now()
+                .checked_add(shortest)
+                .map_or(deadline, |t| t.min(deadline));
             tokio::time::sleep_until(until.into()).await;
         }
         list.iter()
@@ -1330,4 +1345,40 @@ async fn poll_oneoff(
         }
         mem.put_u32(out, fired.len() as u32)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iovecs_naming_the_same_memory_move_a_bounded_amount() {
+        // 1,000 iovecs over the same 1 MiB: a gather would copy 1,000 MiB.
+        let mut memory = vec![7u8; 2 << 20];
+        let iovs: Vec<(i32, u32)> = (0..1000).map(|_| (4096, 1 << 20)).collect();
+        let mem = Mem(&mut memory);
+        let data = gather(&mem, &iovs).unwrap();
+        assert_eq!(data.len(), MAX_IO);
+        let mut mem = Mem(&mut memory);
+        let mut served = 0usize;
+        let n = read_into(&mut mem, &iovs, |len| {
+            served += len;
+            Ok(vec![1u8; len])
+        })
+        .unwrap();
+        assert_eq!((n, served), (MAX_IO, MAX_IO));
+    }
+
+    #[test]
+    fn pointers_past_memory_are_faults_not_panics() {
+        let mut memory = vec![0u8; 64];
+        let mem = Mem(&mut memory);
+        assert_eq!(mem.bytes(60, 8).err(), Some(EFAULT));
+        assert_eq!(mem.bytes(-1, 1).err(), Some(EFAULT));
+        assert_eq!(mem.iovs(0, 2000).err(), Some(EINVAL));
+        assert_eq!(mem.path(0, 5000).err(), Some(ENAMETOOLONG));
+        let mut memory = b"a\xffb".to_vec();
+        let mem = Mem(&mut memory);
+        assert_eq!(mem.path(0, 3).err(), Some(EILSEQ));
+    }
 }
