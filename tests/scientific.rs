@@ -425,3 +425,34 @@ async fn concurrent_fresh_runs_each_see_the_whole_guest() {
         "no run claimed a pre-instantiated instance"
     );
 }
+
+/// A directory removed while the guest holds it open takes no new entry
+/// (a cycle in the tree would hang the host), and long listings come
+/// back whole across many `fd_readdir` calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removed_directories_and_long_listings_behave() {
+    let r = run(r#"
+import os
+os.mkdir("d")
+fd = os.open("d", os.O_RDONLY | os.O_DIRECTORY)
+os.rmdir("d")
+try:
+    os.mkdir("e", dir_fd=fd)
+    made = "created"
+except FileNotFoundError:
+    made = "FileNotFoundError"
+os.close(fd)
+os.mkdir("big")
+for i in range(3000):
+    open("big/file-%04d.txt" % i, "w").close()
+names = os.listdir("big")
+fonts = [n for n in os.listdir("/usr/local/lib/python315.zip/matplotlib/mpl-data/fonts/ttf") if n.endswith(".ttf")]
+(made, len(names), len(set(names)), sorted(names) == ["file-%04d.txt" % i for i in range(3000)], "DejaVuSans.ttf" in fonts)
+"#)
+    .await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(
+        r.result.as_deref(),
+        Some("('FileNotFoundError', 3000, 3000, True, True)")
+    );
+}

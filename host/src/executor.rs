@@ -102,8 +102,10 @@ pub(crate) fn prepare_in(
 ) -> Result<Prepared, ErrorInfo> {
     let stdout = CappedOutput::new("stdout", env.stdout_bytes);
     let stderr = CappedOutput::new("stderr", env.stderr_bytes);
+    // One copy of stdin, shared by the WASI pipe and a core guest's fd 0.
+    let stdin = bytes::Bytes::copy_from_slice(stdin);
     let mut wasi = WasiCtxBuilder::new();
-    wasi.stdin(MemoryInputPipe::new(stdin.to_vec()))
+    wasi.stdin(MemoryInputPipe::new(stdin.clone()))
         .stdout(stdout.clone())
         .stderr(stderr.clone())
         // No network of any kind: sockets are linked (toolchains import
@@ -136,7 +138,7 @@ pub(crate) fn prepare_in(
     // when it instantiates ([`crate::scientific`]).
     state.p1 = Some(Box::new(crate::wasip1::fds::P1State::new(
         Arc::default(),
-        stdin.to_vec(),
+        stdin,
         stdout.clone(),
         stderr.clone(),
         usize::try_from(env.open_files).unwrap_or(usize::MAX),

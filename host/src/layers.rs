@@ -34,6 +34,7 @@ pub const LEVELS: &[(&str, u8)] = &[
     ("http_gate", 2),
     ("workspace", 2),
     ("memtree", 2),
+    ("wasip1/static_tree", 2),
     // L3 engine.
     ("engine", 3),
     ("limiter", 3),
@@ -41,6 +42,9 @@ pub const LEVELS: &[(&str, u8)] = &[
     ("component_cache", 3),
     ("state", 3),
     ("memfs", 3),
+    ("wasip1/fds", 3),
+    ("wasip1", 3),
+    ("scientific", 3),
     ("guest", 3),
     ("runtime", 3),
     ("warm", 3),

@@ -51,6 +51,11 @@ impl RunLimiter {
         self.base = bytes;
     }
 
+    /// Memory allowed on top of the limit (see [`RunLimiter::set_base`]).
+    pub fn base(&self) -> u64 {
+        self.base as u64
+    }
+
     /// Records that the guest itself reported running out of memory (an
     /// allocation it refused before asking the engine to grow).
     pub fn note_refusal(&mut self) {

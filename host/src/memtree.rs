@@ -263,8 +263,20 @@ impl Tree {
         {
             id = *p;
             d += 1;
+            // Parents never form a cycle (a removed directory takes no new
+            // entries); the bound makes a bug a refusal, not a hang.
+            if d > 2 * MAX_DEPTH {
+                return usize::MAX;
+            }
         }
         d
+    }
+
+    /// Whether `id` is a directory that was removed while a handle kept it
+    /// (it has no parent and is not the root). Nothing may be created in or
+    /// moved into it: its children would outlive it once freed.
+    fn detached(&self, id: NodeId) -> bool {
+        id != ROOT && self.node(id).is_ok_and(|n| n.parent.is_none())
     }
 
     /// Resolves `path` from the directory `from` to (its parent directory,
@@ -346,7 +358,11 @@ impl Tree {
     }
 
     fn link(&mut self, dir: NodeId, name: &str, kind: Kind) -> Result<NodeId, TreeError> {
-        if self.depth(dir) + 1 > MAX_DEPTH {
+        // As Linux answers a create in a removed directory.
+        if self.detached(dir) {
+            return Err(TreeError::NotFound);
+        }
+        if self.depth(dir).saturating_add(1) > MAX_DEPTH {
             return Err(TreeError::NameTooLong);
         }
         self.charge(name.len() as u64, 1)?;
@@ -665,7 +681,7 @@ impl Tree {
     }
 
     fn is_within(&self, mut id: NodeId, ancestor: NodeId) -> bool {
-        loop {
+        for _ in 0..=2 * MAX_DEPTH {
             if id == ancestor {
                 return true;
             }
@@ -679,6 +695,8 @@ impl Tree {
                 None => return false,
             }
         }
+        // Deeper than any tree can be: treated as inside (refused).
+        true
     }
 
     /// Renames `from_path` to `to_path`, replacing a file there (or an
@@ -693,6 +711,9 @@ impl Tree {
         // Both parents first, then the names (as Linux does).
         let (src_dir, src_name) = self.walk(from_dir, from_path)?;
         let (dst_dir, dst_name) = self.walk(to_dir, to_path)?;
+        if self.detached(dst_dir) {
+            return Err(TreeError::NotFound);
+        }
         let src_name = src_name.ok_or(TreeError::NotPermitted)?;
         let id = self
             .lookup(src_dir, &src_name)?
@@ -786,6 +807,43 @@ impl Tree {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A directory removed while a handle holds it takes no new entries:
+    /// otherwise its children outlive it, its freed id is reused, and the
+    /// parents form a cycle that `depth` would walk forever (found in
+    /// review of the preview-1 layer, reachable from memfs too).
+    #[test]
+    fn a_removed_directory_held_open_takes_no_new_entries() {
+        let mut t = Tree::new(Budget {
+            bytes: 1 << 20,
+            entries: 100,
+            handles: 16,
+        });
+        t.mkdir(ROOT, "d").unwrap();
+        let dir = OpenFlags {
+            directory: true,
+            ..OpenFlags::default()
+        };
+        let h = t.open(ROOT, "d", dir).unwrap();
+        let d = t.node_of(h).unwrap();
+        t.rmdir(ROOT, "d").unwrap();
+        assert_eq!(t.mkdir(d, "e"), Err(TreeError::NotFound));
+        let create = OpenFlags {
+            create: true,
+            ..OpenFlags::default()
+        };
+        assert_eq!(t.open(d, "f", create), Err(TreeError::NotFound));
+        t.open(ROOT, "x", create)
+            .map(|h| t.close(h))
+            .unwrap()
+            .unwrap();
+        assert_eq!(t.rename(ROOT, "x", d, "x"), Err(TreeError::NotFound));
+        t.close(h).unwrap();
+        // Everything is refunded and the tree still works.
+        t.mkdir(ROOT, "d2").unwrap();
+        t.mkdir(ROOT, "d2/e").unwrap();
+        assert_eq!(t.entries(), 3);
+    }
     use std::collections::BTreeMap as Map;
 
     const BIG: Budget = Budget {

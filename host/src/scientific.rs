@@ -42,10 +42,10 @@ use std::path::Path;
 use std::sync::Arc;
 use wasmtime::{Caller, InstancePre, Linker, Memory, Module, Store, TypedFunc};
 
-pub use crate::wasip1::Door;
+pub use crate::wasip1::fds::Door;
 
 /// The identity family.
-pub const FAMILY: &str = "wasi-python";
+pub const FAMILY: &str = crate::run::SCIENTIFIC_FAMILY;
 /// The snapshot's file name in the guest's directory.
 pub const SNAPSHOT_FILE: &str = "scientific.wasm";
 /// The standard library zip's file name there.
@@ -102,7 +102,7 @@ fn layout(zip: Arc<[u8]>, mpl: StaticTree) -> Layout {
 /// The read-only files of the guest's directory: the zip and
 /// matplotlib's data.
 pub struct Artifacts {
-    layout: Arc<Layout>,
+    pub(crate) layout: Arc<Layout>,
     zip_hash: String,
 }
 
@@ -255,7 +255,7 @@ pub(crate) fn adopt(pre: &CorePre, store: &mut Store<RunState>) {
 }
 
 /// Makes sure `store` has preview-1 state for `layout`.
-fn install(store: &mut Store<RunState>, layout: &Arc<Layout>, base_memory: u64) {
+pub(crate) fn install(store: &mut Store<RunState>, layout: &Arc<Layout>, base_memory: u64) {
     let st = store.data_mut();
     st.limiter.set_base(base_memory);
     match &mut st.p1 {
@@ -263,7 +263,7 @@ fn install(store: &mut Store<RunState>, layout: &Arc<Layout>, base_memory: u64) 
         None => {
             st.p1 = Some(Box::new(P1State::new(
                 layout.clone(),
-                Vec::new(),
+                bytes::Bytes::new(),
                 crate::output::CappedOutput::new("stdout", 0),
                 crate::output::CappedOutput::new("stderr", 0),
                 1024,
@@ -282,7 +282,7 @@ pub(crate) async fn instantiate(
     live_of(instance, store)
 }
 
-fn live_of(
+pub(crate) fn live_of(
     instance: wasmtime::Instance,
     store: &mut Store<RunState>,
 ) -> wasmtime::Result<CoreLive> {
@@ -342,7 +342,7 @@ impl CoreLive {
 }
 
 /// Copies `source` into the guest and runs it with `turn`.
-async fn run_source(
+pub(crate) async fn run_source(
     live: &CoreLive,
     store: &mut Store<RunState>,
     source: &str,
@@ -402,6 +402,29 @@ async fn door_call(
     out_ptr: i32,
     out_len: i32,
 ) -> wasmtime::Result<i32> {
+    let set_busy = |c: &mut Caller<'_, RunState>, busy: bool| -> bool {
+        match c.data_mut().p1.as_mut() {
+            Some(p1) => std::mem::replace(&mut p1.door.busy, busy),
+            None => true,
+        }
+    };
+    if set_busy(c, true) {
+        // Called from inside a door call (the guest's `host_alloc`), or
+        // with no door at all.
+        return Ok(HOST_FAULT);
+    }
+    let answered = door_answer(c, ptr, len, out_ptr, out_len).await;
+    set_busy(c, false);
+    answered
+}
+
+async fn door_answer(
+    c: &mut Caller<'_, RunState>,
+    ptr: i32,
+    len: i32,
+    out_ptr: i32,
+    out_len: i32,
+) -> wasmtime::Result<i32> {
     let Some(memory) = c.get_export("memory").and_then(|e| e.into_memory()) else {
         return Ok(HOST_FAULT);
     };
@@ -419,6 +442,7 @@ async fn door_call(
     let Ok(frame) = serde_json::from_slice::<Frame>(&bytes) else {
         return Ok(HOST_FAULT);
     };
+    drop(bytes);
     let answer: Vec<u8> = match frame {
         Frame::Code => match c.data().p1.as_ref() {
             Some(p1) => p1.door.code.as_bytes().to_vec(),
@@ -499,128 +523,6 @@ fn call_answer(answer: Result<crate::bindings::broker::Response, CallError>) -> 
                 CallError::Upstream(m) => ("upstream", m),
             };
             serde_json::json!({"error": {"kind": kind, "message": message}})
-        }
-    }
-}
-
-/// Why a snapshot could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum SnapshotError {
-    #[error("{0}")]
-    Load(#[from] LoadError),
-    #[error("the module cannot be instrumented for a snapshot: {0}")]
-    Instrument(String),
-    #[error("the interpreter failed while the snapshot was being made: {0}")]
-    Init(String),
-    #[error("the initialization printed output, which a snapshot would lose: {0}")]
-    Output(String),
-    #[error("the initialization left {0} files open, which no later run could use")]
-    OpenFiles(usize),
-}
-
-/// Makes the snapshot: instantiates the plain interpreter `plain` (its
-/// `_initialize` not yet run) under `artifacts`' layout, with fixed
-/// clocks and entropy and an empty workspace, runs its initialization
-/// and `init` (Python source: the imports and the driver), and returns
-/// the module in the state that left it. The caller's engine must be the
-/// runs' engine configuration.
-pub async fn snapshot(
-    rt: &crate::runtime::Runtime,
-    plain: &[u8],
-    artifacts: &Artifacts,
-    init: &str,
-) -> Result<Vec<u8>, SnapshotError> {
-    let wizer = wasmtime_wizer::Wizer::new();
-    let (cx, instrumented) = wizer
-        .instrument(plain)
-        .map_err(|e| SnapshotError::Instrument(format!("{e:#}")))?;
-    let engine = rt.engine().engine();
-    let module = Module::new(engine, &instrumented)
-        .map_err(|e| SnapshotError::Instrument(format!("{e:#}")))?;
-    let linker = linker(engine).map_err(|e| SnapshotError::Init(format!("{e:#}")))?;
-    let env = crate::envelope::Envelope {
-        wall_time_ms: 30 * 60 * 1000,
-        memory_bytes: 4 << 30,
-        workspace_bytes: 64 << 20,
-        stdout_bytes: 1 << 20,
-        stderr_bytes: 1 << 20,
-        ..crate::envelope::Envelope::default()
-    };
-    let req = crate::run::RunRequest::code(crate::run::Language::Python, "");
-    let mut prepared = crate::executor::prepare(rt, &req, &env, crate::grant::GrantSet::empty())
-        .map_err(|e| SnapshotError::Init(e.message))?;
-    let store = &mut prepared.store;
-    install(store, &artifacts.layout, 0);
-    if let Some(p1) = store.data_mut().p1.as_mut() {
-        p1.frozen = true;
-    }
-    let _ = store.set_fuel(u64::MAX);
-    let instance = linker
-        .instantiate_async(&mut *store, &module)
-        .await
-        .map_err(|e| SnapshotError::Init(format!("{e:#}")))?;
-    if let Ok(init_fn) = instance.get_typed_func::<(), ()>(&mut *store, "_initialize") {
-        init_fn
-            .call_async(&mut *store, ())
-            .await
-            .map_err(|e| SnapshotError::Init(format!("_initialize: {e:#}")))?;
-    }
-    let live = live_of(instance, store).map_err(|e| SnapshotError::Init(format!("{e:#}")))?;
-    run_source(&live, store, init)
-        .await
-        .map_err(|e| SnapshotError::Init(format!("{e:#}")))?;
-    let out = prepared.stdout.take(0);
-    let err = prepared.stderr.take(0);
-    if !out.bytes.is_empty() || !err.bytes.is_empty() {
-        return Err(SnapshotError::Output(format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.bytes),
-            String::from_utf8_lossy(&err.bytes)
-        )));
-    }
-    let store = &mut prepared.store;
-    let open = store.data().p1.as_ref().map_or(0, |p| p.opened_by_guest());
-    if open > 0 {
-        return Err(SnapshotError::OpenFiles(open));
-    }
-    let mut state = InstanceState { store, instance };
-    wizer
-        .snapshot(&cx, &mut state)
-        .await
-        .map_err(|e| SnapshotError::Instrument(format!("{e:#}")))
-}
-
-struct InstanceState<'a> {
-    store: &'a mut Store<RunState>,
-    instance: wasmtime::Instance,
-}
-
-impl wasmtime_wizer::InstanceState for InstanceState<'_> {
-    async fn global_get(
-        &mut self,
-        name: &str,
-        _: wasmtime_wizer::ValType,
-    ) -> wasmtime_wizer::SnapshotVal {
-        use wasmtime_wizer::SnapshotVal;
-        let v = self
-            .instance
-            .get_global(&mut *self.store, name)
-            .map(|g| g.get(&mut *self.store));
-        match v {
-            Some(wasmtime::Val::I32(x)) => SnapshotVal::I32(x),
-            Some(wasmtime::Val::I64(x)) => SnapshotVal::I64(x),
-            Some(wasmtime::Val::F32(x)) => SnapshotVal::F32(x),
-            Some(wasmtime::Val::F64(x)) => SnapshotVal::F64(x),
-            Some(wasmtime::Val::V128(x)) => SnapshotVal::V128(x.as_u128()),
-            // Wizer asks only for the globals it exported itself.
-            _ => SnapshotVal::I32(0),
-        }
-    }
-
-    async fn memory_contents(&mut self, name: &str, contents: impl FnOnce(&[u8]) + Send) {
-        match self.instance.get_memory(&mut *self.store, name) {
-            Some(m) => contents(m.data(&*self.store)),
-            None => contents(&[]),
         }
     }
 }

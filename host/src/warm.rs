@@ -163,7 +163,11 @@ impl WarmPool {
         let mut ready = lock(&self.ready);
         let list = ready.get_mut(guest.identity())?;
         let i = list.iter().position(|w| {
-            w.made_under.allow(env) && w.store.data().limiter.memory_total() <= env.memory_bytes
+            // What the instance holds beyond its guest's own base (the
+            // scientific guest's snapshot heap) counts against the run.
+            let limiter = &w.store.data().limiter;
+            w.made_under.allow(env)
+                && limiter.memory_total().saturating_sub(limiter.base()) <= env.memory_bytes
         })?;
         let w = list.swap_remove(i);
         drop(ready);

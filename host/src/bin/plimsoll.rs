@@ -296,10 +296,11 @@ async fn preinit_scientific(args: PreinitScientificArgs) -> ExitCode {
         Err(e) => return fail(&format!("{}: {e}", args.dir.display())),
     };
     let started = std::time::Instant::now();
-    let snapshot = match plimsoll::scientific::snapshot(&runtime, &plain, &artifacts, &init).await {
-        Ok(s) => s,
-        Err(e) => return fail(&format!("{}: {e}", args.plain.display())),
-    };
+    let snapshot =
+        match plimsoll::preinit::snapshot_scientific(&runtime, &plain, &artifacts, &init).await {
+            Ok(s) => s,
+            Err(e) => return fail(&format!("{}: {e}", args.plain.display())),
+        };
     let output = args.dir.join(plimsoll::scientific::SNAPSHOT_FILE);
     let tmp = output.with_extension("wasm.tmp");
     if let Err(e) = std::fs::write(&tmp, &snapshot).and_then(|()| std::fs::rename(&tmp, &output)) {

@@ -60,14 +60,24 @@ pub(crate) enum Fd {
         write: bool,
         append: bool,
         preopen: Option<String>,
+        /// The entries the last `fd_readdir` returned, as (the cookie that
+        /// resumes after it, its name): the next call continues from the
+        /// name instead of walking the directory from its start.
+        cursor: Vec<(u64, String)>,
     },
 }
 
 /// The descriptors of one instance.
 pub(crate) struct FdTable {
     slots: Vec<Option<Fd>>,
+    /// Which slots hold a descriptor the guest opened.
+    by_guest: Vec<bool>,
     live: usize,
     cap: usize,
+    /// Descriptors the guest opened and still holds.
+    guest_open: usize,
+    /// The guest closed stdio or a preopen.
+    closed_own: bool,
     pub(crate) workspace: Option<Arc<Workspace>>,
 }
 
@@ -85,9 +95,8 @@ impl FdTable {
                     pos: 0,
                     preopen: Some(p.guest_path.clone()),
                 }),
-                PreopenKind::Workspace => workspace.as_ref().and_then(|w| {
-                    let handle = w.tree().open_root().ok()?;
-                    Some(Fd::Work {
+                PreopenKind::Workspace => match workspace.as_ref() {
+                    Some(w) => w.tree().open_root().ok().map(|handle| Fd::Work {
                         handle,
                         node: crate::memtree::ROOT,
                         is_dir: true,
@@ -96,15 +105,28 @@ impl FdTable {
                         write: true,
                         append: false,
                         preopen: Some(p.guest_path.clone()),
-                    })
-                }),
+                        cursor: Vec::new(),
+                    }),
+                    // A placeholder has no workspace: an empty read-only
+                    // directory keeps the descriptor, so nothing the guest
+                    // opens can take the number `/work` has in a run.
+                    None => Some(Fd::Static {
+                        tree: Arc::new(StaticTree::default()),
+                        node: 0,
+                        pos: 0,
+                        preopen: Some(p.guest_path.clone()),
+                    }),
+                },
             };
             slots.push(fd);
         }
         let live = slots.iter().filter(|s| s.is_some()).count();
         FdTable {
+            by_guest: vec![false; slots.len()],
             slots,
             live,
+            guest_open: 0,
+            closed_own: false,
             // The preopens never count against the guest's own cap.
             cap: cap.saturating_add(live),
             workspace,
@@ -140,6 +162,7 @@ impl FdTable {
             Some(i) => i,
             None => {
                 self.slots.push(None);
+                self.by_guest.push(false);
                 self.slots.len() - 1
             }
         };
@@ -148,6 +171,8 @@ impl FdTable {
             return None;
         };
         self.slots[at] = Some(fd);
+        self.by_guest[at] = true;
+        self.guest_open += 1;
         self.live += 1;
         Some(n)
     }
@@ -161,6 +186,13 @@ impl FdTable {
             return false;
         };
         self.live -= 1;
+        let i = fd as usize;
+        if self.by_guest.get(i).copied().unwrap_or(false) {
+            self.by_guest[i] = false;
+            self.guest_open -= 1;
+        } else {
+            self.closed_own = true;
+        }
         self.release(old);
         true
     }
@@ -171,13 +203,10 @@ impl FdTable {
         }
     }
 
-    /// Descriptors open beyond stdio and the preopens.
-    pub(crate) fn opened_by_guest(&self, preopens: usize) -> usize {
-        self.slots
-            .iter()
-            .skip(3 + preopens)
-            .filter(|s| s.is_some())
-            .count()
+    /// Descriptors the guest opened and holds, plus one if it closed
+    /// stdio or a preopen: either way the table is not as a fresh run's.
+    pub(crate) fn opened_by_guest(&self) -> usize {
+        self.guest_open + usize::from(self.closed_own)
     }
 }
 
@@ -199,7 +228,7 @@ impl Drop for FdTable {
 /// The stdio and files of one preview-1 instance, kept in its store.
 pub struct P1State {
     pub(crate) layout: Arc<Layout>,
-    pub(crate) stdin: Vec<u8>,
+    pub(crate) stdin: bytes::Bytes,
     pub(crate) stdin_pos: usize,
     pub(crate) stdout: CappedOutput,
     pub(crate) stderr: CappedOutput,
@@ -209,9 +238,12 @@ pub struct P1State {
     pub(crate) frozen: bool,
     pub(crate) frozen_clock: u64,
     pub(crate) frozen_random: u64,
+    /// Where this instance's monotonic clock starts (so that it says
+    /// nothing of the host process's age).
+    pub(crate) origin: std::time::Instant,
     /// The cell the guest asks the host for, and its answer (see
     /// `scientific::door`).
-    pub(crate) door: super::Door,
+    pub(crate) door: Door,
 }
 
 impl P1State {
@@ -219,7 +251,7 @@ impl P1State {
     /// streams, at most `open_cap` descriptors of its own.
     pub fn new(
         layout: Arc<Layout>,
-        stdin: Vec<u8>,
+        stdin: bytes::Bytes,
         stdout: CappedOutput,
         stderr: CappedOutput,
         open_cap: usize,
@@ -235,7 +267,8 @@ impl P1State {
             frozen: false,
             frozen_clock: 0,
             frozen_random: 0,
-            door: super::Door::default(),
+            origin: std::time::Instant::now(),
+            door: Door::default(),
         }
     }
 
@@ -248,8 +281,20 @@ impl P1State {
 
     /// Descriptors the guest holds beyond stdio and its preopens.
     pub fn opened_by_guest(&self) -> usize {
-        self.fds
-            .as_ref()
-            .map_or(0, |t| t.opened_by_guest(self.layout.preopens.len()))
+        self.fds.as_ref().map_or(0, FdTable::opened_by_guest)
     }
+}
+
+/// The host door's state for one cell (the scientific guest's `host.call`).
+#[derive(Debug, Default)]
+pub struct Door {
+    /// The cell's code, which the guest asks for.
+    pub code: String,
+    /// What the guest reported: `Ok(repr)` or `Err(traceback)`.
+    pub done: Option<Result<String, String>>,
+    /// The guest reported that it ran out of memory.
+    pub memory_error: bool,
+    /// A door call is being answered: a call made from inside it (from the
+    /// guest's `host_alloc`) is refused, so at most one frame is held.
+    pub busy: bool,
 }

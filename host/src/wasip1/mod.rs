@@ -26,20 +26,10 @@ pub mod static_tree;
 
 use crate::memtree::{OpenFlags, TreeError};
 use crate::state::RunState;
+pub use fds::Door;
 use fds::{Fd, P1State};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use wasmtime::{Caller, Linker};
-
-/// The host door's state for one cell (the scientific guest's `host.call`).
-#[derive(Debug, Default)]
-pub struct Door {
-    /// The cell's code, which the guest asks for.
-    pub code: String,
-    /// What the guest reported: `Ok(repr)` or `Err(traceback)`.
-    pub done: Option<Result<String, String>>,
-    /// The guest reported that it ran out of memory.
-    pub memory_error: bool,
-}
 
 const MODULE: &str = "wasi_snapshot_preview1";
 
@@ -102,11 +92,6 @@ const FROZEN_EPOCH_NS: u64 = 1_767_225_600_000_000_000;
 /// The monotonic clock starts this far ahead of the snapshot's, so that it
 /// never runs backwards across the snapshot.
 const MONOTONIC_OFFSET: Duration = Duration::from_secs(3600);
-
-fn origin() -> Instant {
-    static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    *ORIGIN.get_or_init(Instant::now)
-}
 
 fn tree_errno(e: TreeError) -> i32 {
     match e {
@@ -477,7 +462,7 @@ fn clock_now(p1: &mut P1State, id: i32) -> Result<u64, i32> {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))),
         1..=3 => Ok(
-            u64::try_from((origin().elapsed() + MONOTONIC_OFFSET).as_nanos()).unwrap_or(u64::MAX),
+            u64::try_from((p1.origin.elapsed() + MONOTONIC_OFFSET).as_nanos()).unwrap_or(u64::MAX),
         ),
         _ => Err(EINVAL),
     }
@@ -592,6 +577,12 @@ fn add_args_env_clocks(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
         "random_get",
         |mut c: Caller<'_, RunState>, buf: i32, len: i32| -> i32 {
             with(&mut c, |mem, p1, _| {
+                // One call fills at most 16 MiB (longer would hold a host
+                // thread for seconds): `EINVAL`, which the guest's
+                // `os.urandom` raises as `OSError`.
+                if len as u32 as usize > MAX_IO {
+                    return Err(EINVAL);
+                }
                 let b = mem.bytes_mut(buf, len as u32)?;
                 fill_random(p1, b)
             })
@@ -955,27 +946,51 @@ fn list_dir(
                 }
                 i += 1;
             }
+            return Ok(out);
         }
-        Fd::Work {
-            node, is_dir: true, ..
-        } => {
-            let node = *node;
-            let w = workspace(ws)?;
-            let tree = w.tree();
-            for (name, is_dir) in tree.list(node).map_err(tree_errno)?.into_iter().skip(start) {
-                let ino = tree
-                    .resolve(node, &name)
-                    .and_then(|n| tree.stat(n))
-                    .map_or(0, |s| s.ino);
-                used += 24 + name.len() as u64;
-                out.push((name, ino, is_dir));
-                if used >= u64::from(room) {
-                    break;
-                }
-            }
-        }
+        Fd::Work { is_dir: true, .. } => {}
         _ => return Err(ENOTDIR),
     }
+    let Some(Fd::Work { node, cursor, .. }) = p1.fds(ws).get_mut(fd) else {
+        return Err(EBADF);
+    };
+    let node = *node;
+    let w = workspace(ws)?;
+    let tree = w.tree();
+    // Continue after the entry the last call returned for this cookie; a
+    // cookie from elsewhere (a seek back) walks from the start.
+    let mut after: Option<String> = None;
+    let mut skip = 0usize;
+    if cookie > 0 {
+        match cursor.iter().find(|(c, _)| *c == cookie) {
+            Some((_, name)) => after = Some(name.clone()),
+            None => skip = start,
+        }
+    }
+    let mut next_cookie = cookie;
+    let mut returned = Vec::new();
+    while let Some((name, is_dir)) = tree
+        .next_entry(node, after.as_deref())
+        .map_err(tree_errno)?
+    {
+        after = Some(name.clone());
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
+        let ino = tree
+            .resolve(node, &name)
+            .and_then(|n| tree.stat(n))
+            .map_or(0, |s| s.ino);
+        used += 24 + name.len() as u64;
+        next_cookie += 1;
+        returned.push((next_cookie, name.clone()));
+        out.push((name, ino, is_dir));
+        if used >= u64::from(room) {
+            break;
+        }
+    }
+    *cursor = returned;
     Ok(out)
 }
 
@@ -1171,6 +1186,7 @@ fn add_path_calls(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
                             write,
                             append,
                             preopen: None,
+                            cursor: Vec::new(),
                         }
                     }
                 };
