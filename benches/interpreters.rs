@@ -9,7 +9,7 @@ mod support;
 use criterion::{Criterion, criterion_group, criterion_main};
 use plimsoll::{Language, ProviderKind, RunRequest, RuntimeConfig, Sandbox, SandboxConfig, Status};
 use std::time::Duration;
-use support::{guests_dir, percentiles, print_percentiles};
+use support::{guests_dir, percentiles, print_percentiles, private_bytes};
 
 /// The floor for an interpreter component: the same engine configuration
 /// (fuel off), a bare WASI context with memory pipes, the broker import
@@ -268,22 +268,6 @@ fn percentiles_apart(label: &str, mut f: impl FnMut()) {
         })
         .collect();
     print_percentiles(label, "ms", times);
-}
-
-/// Private (not shared) resident bytes of this process, from
-/// /proc/self/smaps_rollup: what one more session really costs, unlike RSS,
-/// which counts the shared copy-on-write image in every mapping.
-fn private_bytes() -> u64 {
-    let text = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
-    text.lines()
-        .filter(|l| l.starts_with("Private_Clean:") || l.starts_with("Private_Dirty:"))
-        .filter_map(|l| {
-            l.split_whitespace()
-                .nth(1)
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .sum::<u64>()
-        * 1024
 }
 
 criterion_group! {

@@ -22,7 +22,7 @@ use plimsoll::{Language, ProviderKind, RunRequest, RuntimeConfig, Sandbox, Sandb
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use support::{guests_dir, print_percentiles};
+use support::{guests_dir, print_percentiles, private_bytes};
 
 const PANDAS_CELL: &str = "import pandas as pd\npd.DataFrame({'a': [1, 2]}).a.sum()";
 const GROUPBY_SETUP: &str = "import pandas as pd, numpy as np\ndf = pd.DataFrame({'g': np.arange(10_000) % 50, 'v': np.arange(10_000.0)})";
@@ -41,19 +41,6 @@ fn sci(req: &str) -> RunRequest {
     let mut r = RunRequest::code(Language::Python, req);
     r.guest = Some("scientific".into());
     r
-}
-
-fn private_bytes() -> u64 {
-    let text = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
-    text.lines()
-        .filter(|l| l.starts_with("Private_Clean:") || l.starts_with("Private_Dirty:"))
-        .filter_map(|l| {
-            l.split_whitespace()
-                .nth(1)
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .sum::<u64>()
-        * 1024
 }
 
 /// Runs `script` under the peers' Python and returns its stdout: the peer

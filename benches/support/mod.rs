@@ -69,3 +69,19 @@ impl wasmtime_wasi::WasiView for BareState {
         }
     }
 }
+
+/// Private (not shared) resident bytes of this process, from
+/// /proc/self/smaps_rollup: what one more session really costs, unlike RSS,
+/// which counts the shared copy-on-write image in every mapping.
+pub fn private_bytes() -> u64 {
+    let text = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
+    text.lines()
+        .filter(|l| l.starts_with("Private_Clean:") || l.starts_with("Private_Dirty:"))
+        .filter_map(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .sum::<u64>()
+        * 1024
+}

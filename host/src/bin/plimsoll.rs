@@ -227,22 +227,28 @@ fn main() -> ExitCode {
     }
 }
 
+/// A runtime for a build step: default engine, no cache, a scratch
+/// workspace root (kept alive by the returned directory).
+fn scratch_runtime() -> Result<(tempfile::TempDir, plimsoll::Runtime), String> {
+    let work =
+        tempfile::tempdir().map_err(|e| format!("cannot create a scratch workspace: {e}"))?;
+    let runtime = plimsoll::Runtime::new(plimsoll::RuntimeConfig {
+        cache_dir: None,
+        workspace_dir: work.path().to_path_buf(),
+        ..plimsoll::RuntimeConfig::default()
+    })
+    .map_err(|e| e.to_string())?;
+    Ok((work, runtime))
+}
+
 async fn preinit(args: PreinitArgs) -> ExitCode {
     let wasm = match std::fs::read(&args.input) {
         Ok(b) => b,
         Err(e) => return fail(&format!("{}: {e}", args.input.display())),
     };
-    let work = match tempfile::tempdir() {
-        Ok(d) => d,
-        Err(e) => return fail(&format!("cannot create a scratch workspace: {e}")),
-    };
-    let runtime = match plimsoll::Runtime::new(plimsoll::RuntimeConfig {
-        cache_dir: None,
-        workspace_dir: work.path().to_path_buf(),
-        ..plimsoll::RuntimeConfig::default()
-    }) {
+    let (_work, runtime) = match scratch_runtime() {
         Ok(r) => r,
-        Err(e) => return fail(&e.to_string()),
+        Err(e) => return fail(&e),
     };
     let init = plimsoll::preinit::InitCall {
         export: args.init_export,
@@ -279,17 +285,9 @@ async fn preinit_scientific(args: PreinitScientificArgs) -> ExitCode {
     let Ok(init) = String::from_utf8(init) else {
         return fail(&format!("{} is not UTF-8", args.init.display()));
     };
-    let work = match tempfile::tempdir() {
-        Ok(d) => d,
-        Err(e) => return fail(&format!("cannot create a scratch workspace: {e}")),
-    };
-    let runtime = match plimsoll::Runtime::new(plimsoll::RuntimeConfig {
-        cache_dir: None,
-        workspace_dir: work.path().to_path_buf(),
-        ..plimsoll::RuntimeConfig::default()
-    }) {
+    let (_work, runtime) = match scratch_runtime() {
         Ok(r) => r,
-        Err(e) => return fail(&e.to_string()),
+        Err(e) => return fail(&e),
     };
     let artifacts = match plimsoll::scientific::load_artifacts(&args.dir) {
         Ok(a) => a,
@@ -362,6 +360,16 @@ fn sandbox_config(common: &CommonArgs) -> Result<SandboxConfig, String> {
         }
     }
     cfg.runtime.engine.fuel = !common.no_fuel;
+    // The scientific guest is loaded by a command only when asked for: a
+    // directory named outright, the operator's default, or a run's
+    // `--guest scientific` (`run`, `repl`). Found implicitly, it would
+    // cost every `info` and `batch` a 63 MB read, and a compile of minutes
+    // where the cache does not hold it.
+    if std::env::var_os(plimsoll::config::SCIENTIFIC_DIR_ENV).is_none()
+        && !cfg.python_default_scientific
+    {
+        cfg.scientific = None;
+    }
     if let Some(path) = &common.grants_file {
         cfg.grants = plimsoll::grant::GrantProfiles::load(path).map_err(|e| e.to_string())?;
     }
@@ -454,6 +462,9 @@ async fn run(args: RunArgs) -> ExitCode {
     // Load only the interpreter this run needs (none for a component), and
     // nothing at all when no provider will run it.
     let scientific = wants_scientific(&cfg, language, args.guest.as_deref());
+    if scientific && cfg.scientific.is_none() {
+        cfg.scientific = plimsoll::config::default_scientific_dir();
+    }
     cfg.interpreters
         .retain(|(l, _)| Some(*l) == language && !disabled && !scientific);
     if !scientific {
@@ -647,6 +658,9 @@ async fn repl(args: ReplArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
     let scientific = wants_scientific(&cfg, Some(language), args.guest.as_deref());
+    if scientific && cfg.scientific.is_none() {
+        cfg.scientific = plimsoll::config::default_scientific_dir();
+    }
     cfg.interpreters
         .retain(|(l, _)| *l == language && !scientific);
     if !scientific {

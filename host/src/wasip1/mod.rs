@@ -27,7 +27,7 @@ pub mod static_tree;
 use crate::memtree::{OpenFlags, TreeError};
 use crate::state::RunState;
 pub use fds::Door;
-use fds::{Fd, P1State};
+use fds::{Fd, Layout, P1State};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use wasmtime::{Caller, Linker};
 
@@ -510,46 +510,35 @@ fn add_args_env_clocks(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
         }
         Ok(())
     }
-    linker.func_wrap(
-        MODULE,
-        "args_sizes_get",
-        |mut c: Caller<'_, RunState>, n: i32, size: i32| -> i32 {
-            with(&mut c, |mem, p1, _| {
-                let (count, bytes) = sizes(&p1.layout.args);
-                mem.put_u32(n, count)?;
-                mem.put_u32(size, bytes)
-            })
-        },
-    )?;
-    linker.func_wrap(
-        MODULE,
-        "args_get",
-        |mut c: Caller<'_, RunState>, ptrs: i32, buf: i32| -> i32 {
-            with(&mut c, |mem, p1, _| {
-                put_list(mem, &p1.layout.clone().args, ptrs, buf)
-            })
-        },
-    )?;
-    linker.func_wrap(
-        MODULE,
-        "environ_sizes_get",
-        |mut c: Caller<'_, RunState>, n: i32, size: i32| -> i32 {
-            with(&mut c, |mem, p1, _| {
-                let (count, bytes) = sizes(&p1.layout.env);
-                mem.put_u32(n, count)?;
-                mem.put_u32(size, bytes)
-            })
-        },
-    )?;
-    linker.func_wrap(
-        MODULE,
-        "environ_get",
-        |mut c: Caller<'_, RunState>, ptrs: i32, buf: i32| -> i32 {
-            with(&mut c, |mem, p1, _| {
-                put_list(mem, &p1.layout.clone().env, ptrs, buf)
-            })
-        },
-    )?;
+    // argv and environ: the same two calls over two lists.
+    type Pick = fn(&Layout) -> &[String];
+    let lists: [(&str, &str, Pick); 2] = [
+        ("args_sizes_get", "args_get", |l| &l.args),
+        ("environ_sizes_get", "environ_get", |l| &l.env),
+    ];
+    for (sizes_name, get_name, pick) in lists {
+        linker.func_wrap(
+            MODULE,
+            sizes_name,
+            move |mut c: Caller<'_, RunState>, n: i32, size: i32| -> i32 {
+                with(&mut c, |mem, p1, _| {
+                    let (count, bytes) = sizes(pick(&p1.layout));
+                    mem.put_u32(n, count)?;
+                    mem.put_u32(size, bytes)
+                })
+            },
+        )?;
+        linker.func_wrap(
+            MODULE,
+            get_name,
+            move |mut c: Caller<'_, RunState>, ptrs: i32, buf: i32| -> i32 {
+                with(&mut c, |mem, p1, _| {
+                    let layout = p1.layout.clone();
+                    put_list(mem, pick(&layout), ptrs, buf)
+                })
+            },
+        )?;
+    }
     linker.func_wrap(
         MODULE,
         "clock_res_get",
