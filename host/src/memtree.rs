@@ -819,14 +819,14 @@ mod tests {
             entries: 100,
             handles: 16,
         });
-        t.mkdir(ROOT, "d").unwrap();
+        t.mkdir(ROOT, "d").expect("the test's own tree");
         let dir = OpenFlags {
             directory: true,
             ..OpenFlags::default()
         };
-        let h = t.open(ROOT, "d", dir).unwrap();
-        let d = t.node_of(h).unwrap();
-        t.rmdir(ROOT, "d").unwrap();
+        let h = t.open(ROOT, "d", dir).expect("the test's own tree");
+        let d = t.node_of(h).expect("the test's own tree");
+        t.rmdir(ROOT, "d").expect("the test's own tree");
         assert_eq!(t.mkdir(d, "e"), Err(TreeError::NotFound));
         let create = OpenFlags {
             create: true,
@@ -835,13 +835,13 @@ mod tests {
         assert_eq!(t.open(d, "f", create), Err(TreeError::NotFound));
         t.open(ROOT, "x", create)
             .map(|h| t.close(h))
-            .unwrap()
-            .unwrap();
+            .expect("the test's own tree")
+            .expect("the test's own tree");
         assert_eq!(t.rename(ROOT, "x", d, "x"), Err(TreeError::NotFound));
-        t.close(h).unwrap();
+        t.close(h).expect("the test's own tree");
         // Everything is refunded and the tree still works.
-        t.mkdir(ROOT, "d2").unwrap();
-        t.mkdir(ROOT, "d2/e").unwrap();
+        t.mkdir(ROOT, "d2").expect("the test's own tree");
+        t.mkdir(ROOT, "d2/e").expect("the test's own tree");
         assert_eq!(t.entries(), 3);
     }
     use std::collections::BTreeMap as Map;

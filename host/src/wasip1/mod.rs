@@ -1362,7 +1362,7 @@ mod tests {
         let mut memory = vec![7u8; 2 << 20];
         let iovs: Vec<(i32, u32)> = (0..1000).map(|_| (4096, 1 << 20)).collect();
         let mem = Mem(&mut memory);
-        let data = gather(&mem, &iovs).unwrap();
+        let data = gather(&mem, &iovs).expect("in bounds");
         assert_eq!(data.len(), MAX_IO);
         let mut mem = Mem(&mut memory);
         let mut served = 0usize;
@@ -1370,7 +1370,7 @@ mod tests {
             served += len;
             Ok(vec![1u8; len])
         })
-        .unwrap();
+        .expect("in bounds");
         assert_eq!((n, served), (MAX_IO, MAX_IO));
     }
 
