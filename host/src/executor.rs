@@ -137,7 +137,7 @@ pub(crate) fn prepare_in(
     // A core-module guest's stdio and files; its guest sets the layout
     // when it instantiates ([`crate::scientific`]).
     state.p1 = Some(Box::new(crate::wasip1::fds::P1State::new(
-        Arc::default(),
+        crate::wasip1::fds::Layout::empty(),
         stdin,
         stdout.clone(),
         stderr.clone(),

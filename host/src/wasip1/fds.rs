@@ -39,6 +39,15 @@ pub struct Layout {
     pub env: Vec<String>,
 }
 
+impl Layout {
+    /// The layout of a store no core guest has claimed yet: nothing. One
+    /// shared value, so that a component's run allocates none.
+    pub fn empty() -> Arc<Layout> {
+        static EMPTY: std::sync::OnceLock<Arc<Layout>> = std::sync::OnceLock::new();
+        EMPTY.get_or_init(|| Arc::new(Layout::default())).clone()
+    }
+}
+
 /// An open descriptor.
 #[derive(Debug)]
 pub(crate) enum Fd {

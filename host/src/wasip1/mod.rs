@@ -986,23 +986,6 @@ fn list_dir(
 fn add_path_calls(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
     linker.func_wrap(
         MODULE,
-        "path_create_directory",
-        |mut c: Caller<'_, RunState>, fd: i32, p: i32, l: i32| -> i32 {
-            with(&mut c, |mem, p1, ws| {
-                let path = mem.path(p, l)?;
-                match base(p1, ws, fd)? {
-                    Base::Static(..) => Err(EROFS),
-                    Base::Work(dir) => workspace(ws)?
-                        .tree()
-                        .mkdir(dir, &path)
-                        .map(|_| ())
-                        .map_err(tree_errno),
-                }
-            })
-        },
-    )?;
-    linker.func_wrap(
-        MODULE,
         "path_filestat_get",
         |mut c: Caller<'_, RunState>, fd: i32, _flags: i32, p: i32, l: i32, out: i32| -> i32 {
             with(&mut c, |mem, p1, ws| {
@@ -1184,32 +1167,32 @@ fn add_path_calls(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
             })
         },
     )?;
-    linker.func_wrap(
-        MODULE,
-        "path_remove_directory",
-        |mut c: Caller<'_, RunState>, fd: i32, p: i32, l: i32| -> i32 {
-            with(&mut c, |mem, p1, ws| {
-                let path = mem.path(p, l)?;
-                match base(p1, ws, fd)? {
-                    Base::Static(..) => Err(EROFS),
-                    Base::Work(dir) => workspace(ws)?.tree().rmdir(dir, &path).map_err(tree_errno),
-                }
-            })
-        },
-    )?;
-    linker.func_wrap(
-        MODULE,
-        "path_unlink_file",
-        |mut c: Caller<'_, RunState>, fd: i32, p: i32, l: i32| -> i32 {
-            with(&mut c, |mem, p1, ws| {
-                let path = mem.path(p, l)?;
-                match base(p1, ws, fd)? {
-                    Base::Static(..) => Err(EROFS),
-                    Base::Work(dir) => workspace(ws)?.tree().unlink(dir, &path).map_err(tree_errno),
-                }
-            })
-        },
-    )?;
+    // The three calls that change one name in the workspace, refused on
+    // the read-only trees.
+    type Change =
+        fn(&mut crate::memtree::Tree, crate::memtree::NodeId, &str) -> Result<(), TreeError>;
+    let changes: [(&str, Change); 3] = [
+        ("path_create_directory", |t, d, p| t.mkdir(d, p).map(|_| ())),
+        ("path_remove_directory", |t, d, p| t.rmdir(d, p)),
+        ("path_unlink_file", |t, d, p| t.unlink(d, p)),
+    ];
+    for (name, change) in changes {
+        linker.func_wrap(
+            MODULE,
+            name,
+            move |mut c: Caller<'_, RunState>, fd: i32, p: i32, l: i32| -> i32 {
+                with(&mut c, |mem, p1, ws| {
+                    let path = mem.path(p, l)?;
+                    match base(p1, ws, fd)? {
+                        Base::Static(..) => Err(EROFS),
+                        Base::Work(dir) => {
+                            change(&mut workspace(ws)?.tree(), dir, &path).map_err(tree_errno)
+                        }
+                    }
+                })
+            },
+        )?;
+    }
     linker.func_wrap(
         MODULE,
         "path_rename",
