@@ -47,6 +47,7 @@ fn sandbox(provider: ProviderKind, warm: usize, dir: &Path) -> Sandbox {
                 allow_tcg: true,
                 ..plimsoll::wrapper::microvm::MicrovmSettings::from_env()
             }),
+            ..WorkerConfig::default()
         },
         ..SandboxConfig::default()
     })

@@ -303,6 +303,7 @@ fn sandbox(dir: &Path, b: &Bench, provider: ProviderKind, warm: usize) -> Sandbo
                 allow_tcg: true,
                 ..MicrovmSettings::from_env()
             }),
+            ..WorkerConfig::default()
         };
     })
 }

@@ -40,7 +40,7 @@ fn workers(warm: usize, max: usize) -> WorkerConfig {
         warm,
         max,
         image_dir: Some(support::guests_dir().join("../test-worker-images")),
-        microvm: None,
+        ..WorkerConfig::default()
     }
 }
 
@@ -112,10 +112,225 @@ async fn the_smoke_test_passes_and_its_evidence_is_in_every_result() {
     let r = s.run(&req("hello")).await;
     assert_eq!(r.status, Status::Ok, "{:?}", r.error);
     assert_eq!(r.stdout, "hello from plimsoll\n");
+    let used = r
+        .isolation
+        .evidence
+        .worker
+        .clone()
+        .expect("the worker is named");
+    assert_eq!(used.caller, plimsoll::sandbox::LOCAL_CALLER);
     assert_eq!(
-        r.isolation, iso,
+        without_worker(&r.isolation),
+        iso,
         "the result carries the evidence of the wrapper that ran it"
     );
+}
+
+/// `iso` without the worker that ran the run (the provider's own
+/// isolation names none).
+fn without_worker(iso: &plimsoll::Isolation) -> plimsoll::Isolation {
+    let mut iso = iso.clone();
+    iso.evidence.worker = None;
+    iso
+}
+
+/// The worker a result names.
+fn worker_of(r: &plimsoll::RunResult) -> plimsoll::tier::WorkerUse {
+    r.isolation
+        .evidence
+        .worker
+        .clone()
+        .unwrap_or_else(|| panic!("no worker in the evidence: {:?}", r.isolation.evidence))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_serves_one_caller_and_is_retired_after_a_trap() {
+    if !bwrap_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let images = dir.path().join("images");
+    let s = std::sync::Arc::new(sandbox_in(dir.path(), |c| {
+        c.provider = ProviderKind::WasmBwrap;
+        c.workers = WorkerConfig {
+            image_dir: Some(images.clone()),
+            ..workers(1, 6)
+        };
+    }));
+    let ok = |r: &plimsoll::RunResult| assert_eq!(r.status, Status::Ok, "{:?}", r.error);
+    // Alice's runs reuse her worker; its evidence counts them.
+    let a1 = s.run_as("alice", &req("hello")).await;
+    ok(&a1);
+    let a2 = s.run_as("alice", &req("hello")).await;
+    ok(&a2);
+    let (w1, w2) = (worker_of(&a1), worker_of(&a2));
+    assert_eq!(w1.caller, "alice");
+    assert_eq!(
+        w1.worker_id, w2.worker_id,
+        "alice's second run reuses her worker"
+    );
+    assert_eq!((w1.runs_before, w2.runs_before), (0, 1));
+    assert!(
+        a2.usage
+            .worker_wait_ms
+            .is_some_and(|w| w <= a2.usage.wall_ms)
+    );
+    // Bob never gets it, one after the other or at once.
+    let b1 = s.run_as("bob", &req("hello")).await;
+    ok(&b1);
+    assert_ne!(worker_of(&b1).worker_id, w1.worker_id);
+    assert_eq!(worker_of(&b1).caller, "bob");
+    let (s1, s2) = (s.clone(), s.clone());
+    let (ra, rb) = tokio::join!(
+        async move { s1.run_as("alice", &req("hello")).await },
+        async move { s2.run_as("bob", &req("hello")).await },
+    );
+    ok(&ra);
+    ok(&rb);
+    assert_eq!(worker_of(&ra).worker_id, w1.worker_id);
+    assert_eq!(worker_of(&rb).worker_id, worker_of(&b1).worker_id);
+    // Alice and Bob each hold a sandbox of their own: two workers in two
+    // pid namespaces, besides the warm one.
+    let pids = worker_pids(&images);
+    let namespaces: std::collections::HashSet<String> = pids
+        .iter()
+        .filter_map(|p| std::fs::read_link(format!("/proc/{p}/ns/pid")).ok())
+        .map(|l| l.display().to_string())
+        .collect();
+    assert!(
+        namespaces.len() >= 2 && namespaces.len() == pids.len(),
+        "every worker has a pid namespace of its own: {pids:?} {namespaces:?}"
+    );
+    // A trap retires Alice's worker; her next run gets a fresh one.
+    let trap = s.run_as("alice", &req("stackoverflow")).await;
+    assert_eq!(trap.status, Status::Trap, "{:?}", trap.error);
+    assert_eq!(worker_of(&trap).worker_id, w1.worker_id);
+    let a3 = s.run_as("alice", &req("hello")).await;
+    ok(&a3);
+    assert_ne!(
+        worker_of(&a3).worker_id,
+        w1.worker_id,
+        "the trapped worker is retired"
+    );
+    assert_eq!(worker_of(&a3).runs_before, 0);
+    // A guest's own failure is an outcome, not a reason to retire.
+    let failed = s.run_as("alice", &req("fail")).await;
+    assert_eq!(failed.status, Status::Error);
+    let a4 = s.run_as("alice", &req("hello")).await;
+    assert_eq!(worker_of(&a4).worker_id, worker_of(&a3).worker_id);
+    assert_eq!(worker_of(&a4).runs_before, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_runs_one_gives_a_fresh_worker_every_run_and_idle_workers_are_retired() {
+    if !bwrap_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let once = sandbox_in(dir.path(), |c| {
+        c.provider = ProviderKind::WasmBwrap;
+        c.workers = WorkerConfig {
+            image_dir: Some(dir.path().join("images")),
+            max_runs: 1,
+            ..workers(1, 4)
+        };
+    });
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..3 {
+        let r = once.run(&req("hello")).await;
+        assert_eq!(r.status, Status::Ok, "{:?}", r.error);
+        let w = worker_of(&r);
+        assert_eq!((w.runs_before, w.max_runs), (0, 1));
+        assert!(seen.insert(w.worker_id), "a worker served a second run");
+    }
+    assert!(
+        once.isolation()
+            .evidence
+            .summary
+            .contains("a fresh worker for every run")
+    );
+    drop(once);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let idle = sandbox_in(dir.path(), |c| {
+        c.provider = ProviderKind::WasmBwrap;
+        c.workers = WorkerConfig {
+            image_dir: Some(dir.path().join("images")),
+            idle: Duration::from_secs(1),
+            ..workers(0, 4)
+        };
+    });
+    let first = idle.run(&req("hello")).await;
+    assert_eq!(first.status, Status::Ok, "{:?}", first.error);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let later = idle.run(&req("hello")).await;
+    assert_eq!(later.status, Status::Ok, "{:?}", later.error);
+    assert_ne!(
+        worker_of(&first).worker_id,
+        worker_of(&later).worker_id,
+        "a worker idle past its idle time is retired"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_pool_makes_room_for_a_new_caller_and_caps_each_callers_share() {
+    if !bwrap_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = std::sync::Arc::new(sandbox_in(dir.path(), |c| {
+        c.provider = ProviderKind::WasmBwrap;
+        c.workers = WorkerConfig {
+            image_dir: Some(dir.path().join("images")),
+            ..workers(0, 2)
+        };
+    }));
+    // Two callers hold the pool's two workers, idle.
+    let a = s.run_as("alice", &req("hello")).await;
+    let b = s.run_as("bob", &req("hello")).await;
+    assert_eq!((a.status, b.status), (Status::Ok, Status::Ok));
+    // A third caller is served: the least recently used idle worker
+    // (Alice's) makes room.
+    let c = s.run_as("carol", &req("hello")).await;
+    assert_eq!(c.status, Status::Ok, "{:?}", c.error);
+    let a2 = s.run_as("alice", &req("hello")).await;
+    assert_eq!(a2.status, Status::Ok, "{:?}", a2.error);
+    assert_ne!(worker_of(&a2).worker_id, worker_of(&a).worker_id);
+    // One caller may hold half the pool: a second run of Alice's at once
+    // is refused with a clear error instead of taking Bob's share.
+    let s2 = s.clone();
+    let busy = tokio::spawn(async move {
+        s2.run_as(
+            "alice",
+            &with_limits(
+                req("spin"),
+                Limits {
+                    wall_time_ms: Some(1500),
+                    ..Limits::default()
+                },
+            ),
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let second = s.run_as("alice", &req("hello")).await;
+    assert_eq!(
+        second.error_code(),
+        Some("worker_pool_exhausted"),
+        "{:?}",
+        second.error
+    );
+    assert!(
+        second
+            .error
+            .as_ref()
+            .is_some_and(|e| e.message.contains("share")),
+        "{:?}",
+        second.error
+    );
+    let other = s.run_as("dave", &req("hello")).await;
+    assert_eq!(other.status, Status::Ok, "{:?}", other.error);
+    assert_eq!(busy.await.expect("busy").status, Status::Timeout);
 }
 
 /// Hostile guests and scripts, each with the outcome it must get, run under
@@ -340,11 +555,13 @@ async fn a_worker_killed_or_stopped_mid_run_fails_only_that_run() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let images = dir.path().join("images");
-    // No warm workers: the only worker alive is the one running.
+    // No warm workers and no reuse: the only worker alive is the one
+    // running.
     let s = std::sync::Arc::new(sandbox_in(dir.path(), |c| {
         c.provider = ProviderKind::WasmBwrap;
         c.workers = WorkerConfig {
             image_dir: Some(images.clone()),
+            max_runs: 1,
             ..workers(0, 4)
         };
     }));
@@ -524,6 +741,10 @@ async fn fake_worker_pool(script: String) -> Result<(), String> {
             warm: 0,
             max: 1,
             workspace_bytes: 1 << 20,
+            max_per_caller: 1,
+            max_runs: 1,
+            max_age: Duration::from_secs(60),
+            idle: Duration::from_secs(60),
         },
         61000,
         "test",
@@ -603,6 +824,10 @@ async fn a_worker_that_writes_garbage_is_refused_at_start() {
             warm: 0,
             max: 1,
             workspace_bytes: 1 << 20,
+            max_per_caller: 1,
+            max_runs: 1,
+            max_age: Duration::from_secs(60),
+            idle: Duration::from_secs(60),
         },
         61000,
         "test",
@@ -746,7 +971,7 @@ async fn gvisor_proves_the_kernel_tier_and_runs_guests_inside_it() {
     let r = s.run(&req("hello")).await;
     assert_eq!(r.status, Status::Ok, "{:?}", r.error);
     assert_eq!(r.stdout, "hello from plimsoll\n");
-    assert_eq!(r.isolation, iso);
+    assert_eq!(without_worker(&r.isolation), iso);
 
     // A kernel floor is met here; a vm floor is not.
     let mut floor = req("hello");
@@ -890,7 +1115,7 @@ async fn microvm_proves_the_vm_tier_and_runs_guests_inside_it() {
     let r = s.run(&req("hello")).await;
     assert_eq!(r.status, Status::Ok, "{:?}", r.error);
     assert_eq!(r.stdout, "hello from plimsoll\n");
-    assert_eq!(r.isolation, iso);
+    assert_eq!(without_worker(&r.isolation), iso);
 
     let mut floor = req("hello");
     floor.minimum_isolation = Some(Tier::Vm);

@@ -9,6 +9,7 @@ use crate::runtime::RuntimeConfig;
 use crate::sandbox::SandboxConfig;
 use crate::tier::{Tier, UnknownTier};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// The operator-wide isolation floor.
 pub const MIN_ISOLATION_ENV: &str = "SANDBOX_MIN_ISOLATION";
@@ -178,6 +179,28 @@ impl SandboxConfig {
             workers.max = v.trim().parse().map_err(|_| ConfigError::Number {
                 name: "PLIMSOLL_WORKER_MAX",
             })?;
+        }
+        if let Some(v) = var("PLIMSOLL_WORKER_MAX_PER_CALLER")? {
+            workers.max_per_caller = Some(v.trim().parse().map_err(|_| ConfigError::Number {
+                name: "PLIMSOLL_WORKER_MAX_PER_CALLER",
+            })?);
+        }
+        if let Some(v) = var("PLIMSOLL_WORKER_MAX_RUNS")? {
+            workers.max_runs = v.trim().parse().map_err(|_| ConfigError::Number {
+                name: "PLIMSOLL_WORKER_MAX_RUNS",
+            })?;
+        }
+        if let Some(v) = var("PLIMSOLL_WORKER_MAX_AGE_SEC")? {
+            let secs: u64 = v.trim().parse().map_err(|_| ConfigError::Number {
+                name: "PLIMSOLL_WORKER_MAX_AGE_SEC",
+            })?;
+            workers.max_age = Duration::from_secs(secs.min(86_400));
+        }
+        if let Some(v) = var("PLIMSOLL_WORKER_IDLE_SEC")? {
+            let secs: u64 = v.trim().parse().map_err(|_| ConfigError::Number {
+                name: "PLIMSOLL_WORKER_IDLE_SEC",
+            })?;
+            workers.idle = Duration::from_secs(secs.min(86_400));
         }
         let mut engine = crate::engine::EngineOptions::default();
         if let Some(v) = var(crate::engine::KEEP_RESIDENT_ENV)? {

@@ -843,6 +843,7 @@ pub(crate) fn report(
         instantiate_ms: 0.0,
         fuel,
         memory_peak_bytes,
+        worker_wait_ms: None,
     };
     r
 }

@@ -92,10 +92,12 @@ pub trait Provider: Send + Sync {
         None
     }
 
-    /// Runs `guest` once. The caller has already checked the floor, the
-    /// request and the envelope.
+    /// Runs `guest` once on behalf of `caller`. The caller has already
+    /// checked the floor, the request and the envelope. A provider that
+    /// keeps workers never lets one worker serve two callers.
     fn run<'a>(
         &'a self,
+        caller: &'a str,
         guest: &'a Guest,
         req: &'a RunRequest,
         env: &'a Envelope,
@@ -129,12 +131,14 @@ impl Provider for DisabledProvider {
                 observed_at_unix: now_unix(),
                 summary: "no provider configured: nothing runs".into(),
                 checks: Vec::new(),
+                worker: None,
             },
         }
     }
 
     fn run<'a>(
         &'a self,
+        _caller: &'a str,
         _guest: &'a Guest,
         _req: &'a RunRequest,
         _env: &'a Envelope,
@@ -184,6 +188,7 @@ impl WasmProvider {
                             .into(),
                     },
                 ],
+                worker: None,
             },
         };
         WasmProvider { runtime, isolation }
@@ -201,6 +206,7 @@ impl Provider for WasmProvider {
 
     fn run<'a>(
         &'a self,
+        _caller: &'a str,
         guest: &'a Guest,
         req: &'a RunRequest,
         env: &'a Envelope,
@@ -229,6 +235,19 @@ pub struct WorkerConfig {
     pub warm: usize,
     /// Workers alive at once (`PLIMSOLL_WORKER_MAX`).
     pub max: usize,
+    /// Workers one caller may hold at once, busy or idle
+    /// (`PLIMSOLL_WORKER_MAX_PER_CALLER`); `None` = half of `max`, rounded
+    /// up, so that one busy caller cannot hold every worker.
+    pub max_per_caller: Option<usize>,
+    /// Runs one worker may serve, all of one caller
+    /// (`PLIMSOLL_WORKER_MAX_RUNS`); 1 = a fresh worker for every run.
+    pub max_runs: u32,
+    /// A worker this old is retired after its current run
+    /// (`PLIMSOLL_WORKER_MAX_AGE_SEC`).
+    pub max_age: std::time::Duration,
+    /// A caller's worker idle this long is retired
+    /// (`PLIMSOLL_WORKER_IDLE_SEC`).
+    pub idle: std::time::Duration,
     /// Where guest images for workers are written (default
     /// `<state>/worker-images`).
     pub image_dir: Option<std::path::PathBuf>,
@@ -243,6 +262,10 @@ impl Default for WorkerConfig {
             worker_bin: None,
             warm: 2,
             max: 16,
+            max_per_caller: None,
+            max_runs: 1000,
+            max_age: std::time::Duration::from_secs(600),
+            idle: std::time::Duration::from_secs(60),
             image_dir: None,
             microvm: None,
         }
@@ -342,6 +365,13 @@ impl WrappedProvider {
             image_dir,
             warm: config.warm,
             max: config.max.max(1),
+            max_per_caller: config
+                .max_per_caller
+                .unwrap_or(config.max.max(1).div_ceil(2))
+                .clamp(1, config.max.max(1)),
+            max_runs: config.max_runs.max(1),
+            max_age: config.max_age,
+            idle: config.idle,
             workspace_bytes,
         };
         let name = kind.as_str();
@@ -392,6 +422,7 @@ impl Provider for WrappedProvider {
 
     fn run<'a>(
         &'a self,
+        caller: &'a str,
         guest: &'a Guest,
         req: &'a RunRequest,
         env: &'a Envelope,
@@ -399,6 +430,7 @@ impl Provider for WrappedProvider {
         run_id: String,
     ) -> BoxFuture<'a, RunResult> {
         let pool = self.pool.clone();
+        let caller = caller.to_owned();
         let guest = guest.clone();
         let req = req.clone();
         let env = *env;
@@ -420,7 +452,8 @@ impl Provider for WrappedProvider {
             };
             let id = run_id.clone();
             let task = handle.spawn(async move {
-                crate::worker::pool::Pool::run(&pool, &guest, &req, &env, grants, run_id).await
+                crate::worker::pool::Pool::run(&pool, &caller, &guest, &req, &env, grants, run_id)
+                    .await
             });
             match task.await {
                 Ok(r) => r,

@@ -269,6 +269,11 @@ pub struct Usage {
     pub fuel: Option<u64>,
     /// Highest total linear memory, in bytes.
     pub memory_peak_bytes: u64,
+    /// Of `wall_ms`, the time spent waiting for a worker (taking a warm
+    /// one, or starting and smoke-testing one — a cold VM's boot is here);
+    /// the rest is the run itself. Absent for in-process runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_wait_ms: Option<f64>,
 }
 
 /// The outcome of one run.

@@ -729,6 +729,8 @@ impl Sandbox {
                 ),
             );
         }
-        self.provider.run(guest, req, &env, grants, run_id).await
+        self.provider
+            .run(caller, guest, req, &env, grants, run_id)
+            .await
     }
 }

@@ -93,6 +93,30 @@ pub struct Evidence {
     pub summary: String,
     /// The individual checks.
     pub checks: Vec<EvidenceCheck>,
+    /// For a run in a worker behind an outer boundary: which worker, for
+    /// whom, and how many runs it had served before this one. Absent for
+    /// in-process runs and for a provider's own isolation report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<WorkerUse>,
+}
+
+/// Which worker ran a run, so that reuse is visible rather than hidden.
+///
+/// A worker serves the runs of exactly one caller: two results with the
+/// same `worker_id` always have the same `caller`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WorkerUse {
+    /// The worker's id: 64 random bits, unique per worker for the life of
+    /// the daemon.
+    pub worker_id: String,
+    /// The caller the worker is bound to (the caller of this run).
+    pub caller: String,
+    /// Runs the worker had served before this one (0: a fresh worker).
+    pub runs_before: u32,
+    /// The most runs the operator lets one worker serve
+    /// (`PLIMSOLL_WORKER_MAX_RUNS`; 1 = a fresh worker for every run).
+    pub max_runs: u32,
 }
 
 /// The isolation a run actually had, attached to every result.

@@ -1,6 +1,21 @@
-//! The supervisor's side of the worker split: a warm pool of workers, each
-//! started inside a wrapper, checked by the smoke test, used for exactly one
-//! run and then discarded.
+//! The supervisor's side of the worker split: caller-affine pools of
+//! workers, each started inside a wrapper and smoke-tested before it is
+//! offered.
+//!
+//! A worker is **unbound** while it waits warm, is **bound** to a caller by
+//! that caller's first run on it, and from then on serves only that
+//! caller's runs — one at a time, each in a fresh instance with a fresh
+//! workspace — until it is **retired**. It is never handed back unbound and
+//! never serves a second caller. It is retired after a run that trapped or
+//! exhausted memory or disk, after a lost, late or lying frame, when its
+//! boot changed, after `max_runs` runs, at `max_age`, and after `idle`
+//! without a run. Every result says which worker ran it, for whom and how
+//! many runs it had served before ([`crate::tier::WorkerUse`]).
+//!
+//! Caps: `max` workers alive in all, `max_per_caller` held by one caller;
+//! when the pool is full, a caller without a worker retires the least
+//! recently used idle worker of another caller rather than be refused, so
+//! one busy caller cannot hold every worker.
 //!
 //! A worker that dies, hangs past the run's wall time, or sends a frame that
 //! is malformed, oversized or out of turn fails only its own run, with
@@ -14,8 +29,8 @@ use crate::grant::GrantSet;
 use crate::guest::Guest;
 use crate::run::{ErrorInfo, RunRequest, RunResult, Status};
 use crate::runtime::Runtime;
-use crate::tier::{Evidence, EvidenceCheck, Isolation};
-use crate::worker::observe::{Observation, judge};
+use crate::tier::{Evidence, EvidenceCheck, Isolation, WorkerUse};
+use crate::worker::observe::{Expectations, Observation, judge};
 use crate::worker::protocol::{
     FrameError, FromWorker, GrantOrigin, GuestImage, PROTOCOL_VERSION, ToWorker, WorkerEngine,
     read_async, write_async,
@@ -47,6 +62,14 @@ pub struct PoolConfig {
     pub max: usize,
     /// The worker's tmpfs size.
     pub workspace_bytes: u64,
+    /// Workers one caller may hold, busy or idle.
+    pub max_per_caller: usize,
+    /// Runs one worker may serve.
+    pub max_runs: u32,
+    /// A worker this old is retired after its current run.
+    pub max_age: Duration,
+    /// A bound worker idle this long is retired.
+    pub idle: Duration,
 }
 
 /// Why a worker could not be used.
@@ -86,6 +109,8 @@ pub struct Worker {
     /// bubblewrap: the pid namespace's init and the worker), taken when
     /// the worker said it was ready.
     sandbox: Vec<std::os::fd::OwnedFd>,
+    /// The boot id its smoke test saw.
+    boot_id: String,
 }
 
 impl Drop for Worker {
@@ -181,6 +206,7 @@ impl Worker {
             stdout,
             cleanup: prepared.cleanup,
             sandbox: Vec::new(),
+            boot_id: String::new(),
         };
         match w.handshake(engine, guests).await {
             Ok(()) => {
@@ -245,17 +271,18 @@ impl Worker {
         }
     }
 
-    /// Runs one request; the worker is consumed.
+    /// Runs one request; returns the worker's result and the boot id it
+    /// reported after the run. Any error leaves the worker unusable.
     #[allow(clippy::too_many_arguments)]
     async fn run(
-        mut self,
+        &mut self,
         run_id: String,
         guest: GuestImage,
         req: &RunRequest,
         env: &Envelope,
         grants: Vec<GrantOrigin>,
         broker: RunBroker,
-    ) -> Result<RunResult, WorkerError> {
+    ) -> Result<(RunResult, String), WorkerError> {
         let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms) + HANG_GRACE;
         write_async(
             &mut self.stdin,
@@ -284,7 +311,7 @@ impl Worker {
                         .map_err(Into::into);
                     write_async(&mut self.stdin, &ToWorker::BrokerReply { seq, result }).await?;
                 }
-                FromWorker::Done { result } => return Ok(result),
+                FromWorker::Done { result, boot_id } => return Ok((result, boot_id)),
                 FromWorker::Failed { message } => return Err(WorkerError::Failed(clip(&message))),
                 _ => {
                     return Err(WorkerError::Protocol(
@@ -310,16 +337,150 @@ fn now_unix() -> u64 {
         .unwrap_or(0)
 }
 
-/// A warm pool of workers behind one wrapper.
+/// 64 random bits, hex: a worker's id.
+fn new_worker_id() -> String {
+    let mut b = [0u8; 8];
+    if getrandom::fill(&mut b).is_err() {
+        // The clock and a counter, if the kernel's entropy is unavailable:
+        // ids must be unique, not secret.
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        b = (t ^ N.fetch_add(1, Ordering::Relaxed).rotate_left(48)).to_be_bytes();
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The pool's counts, apart from the pool itself so that a worker's guards
+/// never keep the pool (and with it every other worker) alive.
+#[derive(Default)]
+struct Counts {
+    /// Workers alive: idle, bound, busy or starting.
+    alive: AtomicUsize,
+    /// Workers bound to each caller, busy or idle.
+    per_caller: Mutex<HashMap<String, usize>>,
+}
+
+impl Counts {
+    /// Reserves one of `caller`'s `cap` workers.
+    fn reserve(self: &Arc<Self>, caller: &str, cap: usize) -> Option<ShareGuard> {
+        let mut m = self.per_caller.lock().unwrap_or_else(|p| p.into_inner());
+        let n = m.entry(caller.to_owned()).or_insert(0);
+        if *n >= cap {
+            return None;
+        }
+        *n += 1;
+        Some(ShareGuard {
+            counts: self.clone(),
+            caller: caller.to_owned(),
+        })
+    }
+
+    fn held_by(&self, caller: &str) -> usize {
+        self.per_caller
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(caller)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// Counts a live worker until dropped.
+struct AliveGuard(Arc<Counts>);
+impl Drop for AliveGuard {
+    fn drop(&mut self) {
+        self.0.alive.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Counts a worker in its caller's share until dropped.
+struct ShareGuard {
+    counts: Arc<Counts>,
+    caller: String,
+}
+impl Drop for ShareGuard {
+    fn drop(&mut self) {
+        let mut m = self
+            .counts
+            .per_caller
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&self.caller) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(&self.caller);
+            }
+        }
+    }
+}
+
+/// A worker the pool tracks, with what the pool knows of it.
+struct Pooled {
+    worker: Worker,
+    id: String,
+    born: Instant,
+    last_used: Instant,
+    /// Runs it has served.
+    runs: u32,
+    _alive: AliveGuard,
+    /// Its caller's share, once bound; a bound worker never loses it.
+    share: Option<ShareGuard>,
+}
+
+impl Pooled {
+    fn new(worker: Worker, alive: AliveGuard) -> Pooled {
+        let now = Instant::now();
+        Pooled {
+            worker,
+            id: new_worker_id(),
+            born: now,
+            last_used: now,
+            runs: 0,
+            _alive: alive,
+            share: None,
+        }
+    }
+
+    /// Whether it has outlived its age or its idle time.
+    fn expired(&self, config: &PoolConfig, now: Instant) -> bool {
+        now.duration_since(self.born) >= config.max_age
+            || (self.share.is_some() && now.duration_since(self.last_used) >= config.idle)
+    }
+}
+
+/// Whether a worker may serve its caller's next run after a run that ended
+/// this way: not after a trap, memory or disk exhaustion, a refusal it
+/// made itself, or a loss.
+fn reusable_after(status: Status) -> bool {
+    matches!(
+        status,
+        Status::Ok
+            | Status::Error
+            | Status::Timeout
+            | Status::CpuExhausted
+            | Status::OutputTruncated
+    )
+}
+
+/// A caller-affine pool of workers behind one wrapper.
 pub struct Pool {
     wrapper: Arc<dyn Wrapper>,
     runtime: Runtime,
     config: PoolConfig,
     launch: Launch,
     engine: WorkerEngine,
-    idle: Mutex<VecDeque<Worker>>,
-    /// Workers alive (idle, busy or starting).
-    alive: AtomicUsize,
+    expectations: Expectations,
+    /// The kernel the start-up smoke test saw; a worker that reports
+    /// another is not offered.
+    kernel: String,
+    /// Warm workers bound to no one yet.
+    unbound: Mutex<VecDeque<Pooled>>,
+    /// Idle workers bound to each caller, least recently used first.
+    bound: Mutex<HashMap<String, VecDeque<Pooled>>>,
+    counts: Arc<Counts>,
     /// Workers being started for the warm set.
     starting: AtomicUsize,
     /// The runtime that owns every worker's pipes and child handles.
@@ -327,14 +488,6 @@ pub struct Pool {
     images: Mutex<HashMap<String, GuestImage>>,
     isolation: Isolation,
     verified: bool,
-}
-
-/// Counts a live worker until dropped.
-struct AliveGuard(Arc<Pool>);
-impl Drop for AliveGuard {
-    fn drop(&mut self) {
-        self.0.alive.fetch_sub(1, Ordering::AcqRel);
-    }
 }
 
 impl Pool {
@@ -389,12 +542,13 @@ impl Pool {
         .await?;
         let observation = probe.observe().await?;
         drop(probe);
+        let expectations = wrapper.expectations(uid);
         let mut checks = vec![EvidenceCheck {
             name: "wrapper".into(),
             passed: true,
             observed: wrapper.version(),
         }];
-        checks.extend(judge(&observation, &wrapper.expectations(uid)));
+        checks.extend(judge(&observation, &expectations));
         checks.push(crate::worker::observe::judge_cpu(&observation, opts.cpu));
         let verified = checks.iter().all(|c| c.passed);
         let failed: Vec<&str> = checks
@@ -402,6 +556,14 @@ impl Pool {
             .filter(|c| !c.passed)
             .map(|c| c.name.as_str())
             .collect();
+        let reuse = if config.max_runs <= 1 {
+            "a fresh worker for every run".to_owned()
+        } else {
+            format!(
+                "a worker serves one caller only, at most {} runs, each in a fresh instance",
+                config.max_runs
+            )
+        };
         let isolation = Isolation {
             tier: if verified {
                 wrapper.tier()
@@ -414,7 +576,7 @@ impl Pool {
                 observed_at_unix: now_unix(),
                 summary: if verified {
                     format!(
-                        "smoke test passed inside {} (this daemon's observation, not an attestation); one worker per run",
+                        "smoke test passed inside {} (this daemon's observation, not an attestation) and runs again in every new worker; {reuse}",
                         wrapper.version()
                     )
                 } else {
@@ -425,6 +587,7 @@ impl Pool {
                     )
                 },
                 checks,
+                worker: None,
             },
         };
         let pool = Arc::new(Pool {
@@ -433,8 +596,11 @@ impl Pool {
             config,
             launch,
             engine,
-            idle: Mutex::new(VecDeque::new()),
-            alive: AtomicUsize::new(0),
+            expectations,
+            kernel: observation.kernel.clone(),
+            unbound: Mutex::new(VecDeque::new()),
+            bound: Mutex::new(HashMap::new()),
+            counts: Arc::new(Counts::default()),
             starting: AtomicUsize::new(0),
             handle: tokio::runtime::Handle::current(),
             images: Mutex::new(images),
@@ -443,6 +609,7 @@ impl Pool {
         });
         if verified {
             Pool::refill(&pool);
+            Pool::start_sweeper(&pool);
         }
         Ok(pool)
     }
@@ -457,9 +624,28 @@ impl Pool {
         self.verified
     }
 
-    /// Idle workers right now.
+    /// Warm workers bound to no caller yet.
     pub fn idle(&self) -> usize {
-        self.idle.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.unbound.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Idle workers bound to `caller`.
+    pub fn idle_for(&self, caller: &str) -> usize {
+        self.bound
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(caller)
+            .map_or(0, VecDeque::len)
+    }
+
+    /// Workers alive: warm, bound, busy or starting.
+    pub fn alive(&self) -> usize {
+        self.counts.alive.load(Ordering::Acquire)
+    }
+
+    /// Workers bound to `caller`, busy or idle.
+    pub fn held_by(&self, caller: &str) -> usize {
+        self.counts.held_by(caller)
     }
 
     fn guest_images(&self) -> Vec<GuestImage> {
@@ -471,6 +657,79 @@ impl Pool {
             .collect()
     }
 
+    /// Starts a worker and runs the smoke test in it: a worker whose
+    /// checks do not all pass, or whose kernel is not the one the pool was
+    /// verified with, is never offered.
+    async fn launch(&self) -> Result<Worker, WorkerError> {
+        let mut w = Worker::spawn(
+            self.wrapper.as_ref(),
+            &self.launch,
+            self.engine,
+            self.guest_images(),
+        )
+        .await?;
+        let o = w.observe().await?;
+        let mut failed: Vec<String> = judge(&o, &self.expectations)
+            .into_iter()
+            .chain([crate::worker::observe::judge_cpu(&o, self.engine.cpu)])
+            .filter(|c| !c.passed)
+            .map(|c| c.name)
+            .collect();
+        if o.kernel != self.kernel {
+            failed.push("kernel_changed".into());
+        }
+        if !failed.is_empty() {
+            return Err(WorkerError::Failed(format!(
+                "the smoke test failed in a new worker ({}); it was retired",
+                failed.join(", ")
+            )));
+        }
+        w.boot_id = o.boot_id;
+        Ok(w)
+    }
+
+    /// Retires idle workers past their idle time or age, every second,
+    /// for as long as the pool exists.
+    fn start_sweeper(pool: &Arc<Pool>) {
+        let weak = Arc::downgrade(pool);
+        pool.handle.spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(pool) = weak.upgrade() else { return };
+                let retired = pool.sweep();
+                drop(pool);
+                // Killing a sandbox may wait on its processes: outside
+                // every lock, and off the pool's own reference.
+                drop(retired);
+            }
+        });
+    }
+
+    /// Takes the expired workers out of the pool (the caller drops them).
+    fn sweep(&self) -> Vec<Pooled> {
+        let now = Instant::now();
+        let mut out = Vec::new();
+        let mut bound = self.bound.lock().unwrap_or_else(|p| p.into_inner());
+        for q in bound.values_mut() {
+            let (old, keep): (Vec<Pooled>, Vec<Pooled>) =
+                q.drain(..).partition(|p| p.expired(&self.config, now));
+            out.extend(old);
+            q.extend(keep);
+        }
+        bound.retain(|_, q| !q.is_empty());
+        drop(bound);
+        let mut unbound = self.unbound.lock().unwrap_or_else(|p| p.into_inner());
+        let (old, keep): (Vec<Pooled>, Vec<Pooled>) = unbound
+            .drain(..)
+            .partition(|p| p.expired(&self.config, now));
+        unbound.extend(keep);
+        drop(unbound);
+        out.extend(old);
+        out
+    }
+
     /// Starts workers in the background until `warm` are idle or
     /// starting.
     fn refill(pool: &Arc<Pool>) {
@@ -480,23 +739,23 @@ impl Pool {
             if idle + starting >= pool.config.warm {
                 return;
             }
-            let alive = pool.alive.load(Ordering::Acquire);
+            let alive = pool.counts.alive.load(Ordering::Acquire);
             if alive >= pool.config.max {
                 return;
             }
             if pool
+                .counts
                 .alive
                 .compare_exchange(alive, alive + 1, Ordering::AcqRel, Ordering::Acquire)
                 .is_err()
             {
                 continue;
             }
+            let guard = AliveGuard(pool.counts.clone());
             pool.starting.fetch_add(1, Ordering::AcqRel);
             let p = pool.clone();
             pool.handle.spawn(async move {
-                let guard = AliveGuard(p.clone());
-                let started =
-                    Worker::spawn(p.wrapper.as_ref(), &p.launch, p.engine, p.guest_images()).await;
+                let started = p.launch().await;
                 p.starting.fetch_sub(1, Ordering::AcqRel);
                 match started {
                     Ok(w) if !p.can_run_every_image(&w) => {
@@ -506,14 +765,11 @@ impl Pool {
                         drop(guard);
                         Pool::refill(&p);
                     }
-                    Ok(w) => {
-                        // The idle worker keeps its place in `alive`.
-                        std::mem::forget(guard);
-                        p.idle
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .push_back(w);
-                    }
+                    Ok(w) => p
+                        .unbound
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push_back(Pooled::new(w, guard)),
                     Err(e) => {
                         tracing::warn!("a {} worker failed to start: {e}", p.wrapper.name());
                         drop(guard);
@@ -535,60 +791,136 @@ impl Pool {
                 .all(|i| w.images.contains(&i.path))
     }
 
-    /// An idle worker, if there is one (and a replacement is started).
-    fn take_idle(pool: &Arc<Pool>) -> Option<(Worker, AliveGuard)> {
-        let idle = pool
-            .idle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .pop_front();
-        let w = idle?;
-        Pool::refill(pool);
-        Some((w, AliveGuard(pool.clone())))
+    /// `caller`'s most recently used idle worker that has not expired
+    /// (expired ones found on the way are retired).
+    fn take_bound(&self, caller: &str) -> Option<Pooled> {
+        let now = Instant::now();
+        let mut retired = Vec::new();
+        let found = {
+            let mut bound = self.bound.lock().unwrap_or_else(|p| p.into_inner());
+            let q = bound.get_mut(caller)?;
+            let mut found = None;
+            while let Some(p) = q.pop_back() {
+                if p.expired(&self.config, now) {
+                    retired.push(p);
+                } else {
+                    found = Some(p);
+                    break;
+                }
+            }
+            if q.is_empty() {
+                bound.remove(caller);
+            }
+            found
+        };
+        drop(retired);
+        found
     }
 
-    async fn take(pool: &Arc<Pool>) -> Result<(Worker, AliveGuard), ErrorInfo> {
-        if let Some(taken) = Pool::take_idle(pool) {
-            return Ok(taken);
+    /// A warm unbound worker, if there is one (and a replacement is
+    /// started).
+    fn take_unbound(pool: &Arc<Pool>) -> Option<Pooled> {
+        let p = pool
+            .unbound
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front()?;
+        Pool::refill(pool);
+        Some(p)
+    }
+
+    /// Retires the least recently used idle worker bound to a caller other
+    /// than `caller`, to make room. Returns whether there was one.
+    fn evict_for(&self, caller: &str) -> bool {
+        let victim = {
+            let mut bound = self.bound.lock().unwrap_or_else(|p| p.into_inner());
+            let oldest = bound
+                .iter()
+                .filter(|(c, _)| c.as_str() != caller)
+                .filter_map(|(c, q)| q.front().map(|p| (c.clone(), p.last_used)))
+                .min_by_key(|(_, t)| *t)
+                .map(|(c, _)| c);
+            let Some(c) = oldest else { return false };
+            let victim = bound.get_mut(&c).and_then(VecDeque::pop_front);
+            if bound.get(&c).is_some_and(VecDeque::is_empty) {
+                bound.remove(&c);
+            }
+            victim
+        };
+        victim.is_some()
+    }
+
+    fn exhausted(&self, message: String) -> ErrorInfo {
+        ErrorInfo {
+            code: "worker_pool_exhausted".into(),
+            message,
+        }
+    }
+
+    /// A worker bound to `caller`: its own idle one, else a warm one bound
+    /// now, else a new one, within the caps.
+    async fn take(pool: &Arc<Pool>, caller: &str) -> Result<Pooled, ErrorInfo> {
+        if let Some(p) = pool.take_bound(caller) {
+            return Ok(p);
+        }
+        let Some(share) = pool.counts.reserve(caller, pool.config.max_per_caller) else {
+            return Err(pool.exhausted(format!(
+                "this caller already holds its share of {} {} workers (of {} in all); try again shortly",
+                pool.config.max_per_caller,
+                pool.wrapper.name(),
+                pool.config.max
+            )));
+        };
+        if let Some(mut p) = Pool::take_unbound(pool) {
+            p.share = Some(share);
+            return Ok(p);
         }
         // None warm. If one is starting and the cap is reached, wait for
         // it rather than refuse (it is milliseconds away).
         let waited = Instant::now();
-        while pool.alive.load(Ordering::Acquire) >= pool.config.max
+        while pool.alive() >= pool.config.max
             && pool.starting.load(Ordering::Acquire) > 0
             && waited.elapsed() < START_TIMEOUT
         {
             tokio::time::sleep(Duration::from_millis(2)).await;
-            if let Some(taken) = Pool::take_idle(pool) {
-                return Ok(taken);
+            if let Some(mut p) = Pool::take_unbound(pool) {
+                p.share = Some(share);
+                return Ok(p);
             }
         }
-        // Start one now if the cap allows.
-        let alive = pool.alive.fetch_add(1, Ordering::AcqRel);
-        let guard = AliveGuard(pool.clone());
-        if alive >= pool.config.max {
-            return Err(ErrorInfo {
-                code: "worker_pool_exhausted".into(),
-                message: format!(
-                    "all {} {} workers are busy; try again shortly",
-                    pool.config.max,
-                    pool.wrapper.name()
-                ),
-            });
+        // At the cap, another caller's idle worker makes room: idle
+        // workers are never a reason to refuse.
+        if pool.alive() >= pool.config.max {
+            pool.evict_for(caller);
         }
-        let w = Worker::spawn(
-            pool.wrapper.as_ref(),
-            &pool.launch,
-            pool.engine,
-            pool.guest_images(),
-        )
-        .await
-        .map_err(|e| ErrorInfo {
+        let alive = pool.counts.alive.fetch_add(1, Ordering::AcqRel);
+        let guard = AliveGuard(pool.counts.clone());
+        if alive >= pool.config.max {
+            return Err(pool.exhausted(format!(
+                "all {} {} workers are busy; try again shortly",
+                pool.config.max,
+                pool.wrapper.name()
+            )));
+        }
+        let w = pool.launch().await.map_err(|e| ErrorInfo {
             code: "worker_unavailable".into(),
             message: format!("could not start a {} worker: {e}", pool.wrapper.name()),
         })?;
         Pool::refill(pool);
-        Ok((w, guard))
+        let mut p = Pooled::new(w, guard);
+        p.share = Some(share);
+        Ok(p)
+    }
+
+    /// Puts `caller`'s worker back for its next run.
+    fn give_back(&self, caller: &str, mut p: Pooled) {
+        p.last_used = Instant::now();
+        self.bound
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(caller.to_owned())
+            .or_default()
+            .push_back(p);
     }
 
     fn image_for(&self, guest: &Guest) -> Result<GuestImage, ErrorInfo> {
@@ -617,23 +949,24 @@ impl Pool {
             .unwrap_or_else(|p| p.into_inner())
             .insert(guest.identity().to_owned(), img.clone());
         if self.wrapper.images_fixed_at_start() {
-            // Warm workers that cannot see the new image are retired, so
+            // Idle workers that cannot see the new image are retired, so
             // that the warm set (refilled by the run that follows) has it.
-            let stale: Vec<Worker> = self
-                .idle
+            let stale: Vec<Pooled> = self
+                .unbound
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .drain(..)
                 .collect();
-            self.alive.fetch_sub(stale.len(), Ordering::AcqRel);
             drop(stale);
         }
         Ok(img)
     }
 
-    /// Runs `req` on a worker.
+    /// Runs `req` for `caller` on a worker bound to `caller`.
+    #[allow(clippy::too_many_arguments)]
     pub async fn run(
         pool: &Arc<Pool>,
+        caller: &str,
         guest: &Guest,
         req: &RunRequest,
         env: &Envelope,
@@ -661,22 +994,29 @@ impl Pool {
             Err(e) => return refuse(&e.code, e.message),
         };
         let started = Instant::now();
-        let (mut worker, _alive) = match Pool::take(pool).await {
-            Ok(w) => w,
+        let mut p = match Pool::take(pool, caller).await {
+            Ok(p) => p,
             Err(e) => return refuse(&e.code, e.message),
         };
-        if pool.wrapper.images_fixed_at_start() && !worker.images.contains(&image.path) {
-            // A warm worker that predates this guest's image cannot load
-            // it: start one that has it (the warm set catches up).
-            drop(worker);
-            worker = match Worker::spawn(
-                pool.wrapper.as_ref(),
-                &pool.launch,
-                pool.engine,
-                pool.guest_images(),
-            )
-            .await
-            {
+        if pool.wrapper.images_fixed_at_start() && !p.worker.images.contains(&image.path) {
+            // A worker that predates this guest's image cannot load it:
+            // retire it and start one that has it (the warm set catches
+            // up). The caller's share moves to the new worker.
+            let share = p.share.take();
+            drop(p);
+            let alive = pool.counts.alive.fetch_add(1, Ordering::AcqRel);
+            let guard = AliveGuard(pool.counts.clone());
+            if alive >= pool.config.max {
+                return refuse(
+                    "worker_pool_exhausted",
+                    format!(
+                        "all {} {} workers are busy; try again shortly",
+                        pool.config.max,
+                        pool.wrapper.name()
+                    ),
+                );
+            }
+            let w = match pool.launch().await {
                 Ok(w) => w,
                 Err(e) => {
                     return refuse(
@@ -685,7 +1025,10 @@ impl Pool {
                     );
                 }
             };
+            p = Pooled::new(w, guard);
+            p.share = share;
         }
+        let waited_ms = started.elapsed().as_secs_f64() * 1e3;
         let origins: Vec<GrantOrigin> = grants
             .names()
             .filter_map(|n| {
@@ -698,11 +1041,24 @@ impl Pool {
             .collect();
         let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms);
         let broker = RunBroker::new(pool.runtime.broker().clone(), grants, env, deadline);
-        let outcome = worker
+        let outcome = p
+            .worker
             .run(run_id.clone(), image, req, env, origins, broker.clone())
             .await;
-        let mut r = match outcome {
-            Ok(r) => r,
+        let used = WorkerUse {
+            worker_id: p.id.clone(),
+            caller: caller.to_owned(),
+            runs_before: p.runs,
+            max_runs: pool.config.max_runs,
+        };
+        p.runs = p.runs.saturating_add(1);
+        let (mut r, keep) = match outcome {
+            Ok((mut r, boot_id)) => {
+                let honest = r.run_id == run_id && sanitize(&mut r, env) == 0;
+                let same_boot = boot_id == p.worker.boot_id;
+                let keep = honest && same_boot && reusable_after(r.status);
+                (r, keep)
+            }
             Err(e) => {
                 let mut r = RunResult::refused(
                     run_id.clone(),
@@ -711,25 +1067,33 @@ impl Pool {
                     clip(&e.to_string()),
                 );
                 r.status = Status::WorkerLost;
-                r
+                (r, false)
             }
         };
-        sanitize(&mut r, env);
+        if keep && p.runs < pool.config.max_runs && p.born.elapsed() < pool.config.max_age {
+            pool.give_back(caller, p);
+        } else {
+            drop(p);
+        }
         r.run_id = run_id;
         r.isolation = iso;
+        r.isolation.evidence.worker = Some(used);
         r.guest = Some(guest.identity().to_owned());
         r.calls = broker.trace();
         r.session_id = None;
         r.session_closed = false;
         r.usage.wall_ms = started.elapsed().as_secs_f64() * 1e3;
+        r.usage.worker_wait_ms = Some(waited_ms);
         r
     }
 }
 
 /// Re-caps what a worker reported: its outputs and artifacts must fit the
-/// envelope whatever it claims.
-fn sanitize(r: &mut RunResult, env: &Envelope) {
-    fn cap(s: &mut String, max: u64, flag: &mut bool) {
+/// envelope whatever it claims. Returns how many things had to be
+/// corrected: an honest worker's result needs none, so any correction
+/// means the worker lied and is retired.
+fn sanitize(r: &mut RunResult, env: &Envelope) -> usize {
+    fn cap(s: &mut String, max: u64, flag: &mut bool) -> usize {
         let max = usize::try_from(max).unwrap_or(usize::MAX);
         if s.len() > max {
             let mut cut = max;
@@ -738,12 +1102,15 @@ fn sanitize(r: &mut RunResult, env: &Envelope) {
             }
             s.truncate(cut);
             *flag = true;
+            return 1;
         }
+        0
     }
-    cap(&mut r.stdout, env.stdout_bytes, &mut r.stdout_truncated);
-    cap(&mut r.stderr, env.stderr_bytes, &mut r.stderr_truncated);
+    let mut corrected = 0;
+    corrected += cap(&mut r.stdout, env.stdout_bytes, &mut r.stdout_truncated);
+    corrected += cap(&mut r.stderr, env.stderr_bytes, &mut r.stderr_truncated);
     if let Some(v) = &mut r.result {
-        cap(v, env.result_bytes, &mut r.result_truncated);
+        corrected += cap(v, env.result_bytes, &mut r.result_truncated);
     }
     // Paths, sizes and hashes are checked again: a compromised worker could
     // name `../../etc/passwd` and an embedder might write artifacts out.
@@ -754,10 +1121,16 @@ fn sanitize(r: &mut RunResult, env: &Envelope) {
                 path: a.path.chars().take(256).collect(),
                 reason: "invalid_path_from_worker".into(),
             });
+            corrected += 1;
             return false;
         }
-        a.size = a.content.len() as u64;
-        a.sha256 = crate::component_cache::content_hash(a.content.as_bytes());
+        let size = a.content.len() as u64;
+        let sha256 = crate::component_cache::content_hash(a.content.as_bytes());
+        if a.size != size || a.sha256 != sha256 {
+            corrected += 1;
+        }
+        a.size = size;
+        a.sha256 = sha256;
         true
     });
     r.artifacts_refused
@@ -776,13 +1149,19 @@ fn sanitize(r: &mut RunResult, env: &Envelope) {
     if r.artifacts.len() > max_files {
         r.artifacts.truncate(max_files);
         r.artifacts_truncated = true;
+        corrected += 1;
     }
+    let before = r.artifacts.len();
     r.artifacts.retain(|a| {
         total = total.saturating_add(a.content.len() as u64);
         total <= env.artifact_bytes
     });
+    if r.artifacts.len() != before {
+        corrected += 1;
+    }
     r.stdout_bytes = r.stdout.as_bytes().to_vec();
     r.stderr_bytes = r.stderr.as_bytes().to_vec();
+    corrected
 }
 
 fn create_image_dir(dir: &Path) -> std::io::Result<()> {
@@ -817,6 +1196,7 @@ mod tests {
                 observed_at_unix: 0,
                 summary: String::new(),
                 checks: Vec::new(),
+                worker: None,
             },
         };
         RunResult::refused("r".into(), iso, "x", "y")
@@ -828,6 +1208,57 @@ mod tests {
             size: claimed,
             sha256: "f".repeat(64),
             content: content.into(),
+        }
+    }
+
+    /// An honest worker's result needs no correction (so its worker is
+    /// kept for the caller's next run).
+    #[test]
+    fn an_honest_result_needs_no_correction() {
+        let env = Envelope::default();
+        let mut r = result();
+        r.stdout = "hello".into();
+        r.result = Some("2".into());
+        let mut a = artifact("out.txt", "abc", 3);
+        a.sha256 = crate::component_cache::content_hash(b"abc");
+        r.artifacts = vec![a];
+        assert_eq!(sanitize(&mut r, &env), 0);
+        assert_eq!(r.artifacts.len(), 1);
+    }
+
+    /// A caller's share is counted while its guards live and released with
+    /// them; at the cap, a reservation is refused.
+    #[test]
+    fn shares_are_capped_per_caller_and_released_on_drop() {
+        let c = Arc::new(Counts::default());
+        let a1 = c.reserve("alice", 2).expect("first");
+        let a2 = c.reserve("alice", 2).expect("second");
+        assert!(c.reserve("alice", 2).is_none(), "alice is at her cap");
+        let b = c.reserve("bob", 2).expect("bob has his own share");
+        assert_eq!(c.held_by("alice"), 2);
+        drop(a1);
+        assert_eq!(c.held_by("alice"), 1);
+        drop((a2, b));
+        assert_eq!(c.held_by("alice"), 0);
+        assert!(
+            c.per_caller.lock().expect("lock").is_empty(),
+            "no entry is left for a caller with no worker"
+        );
+    }
+
+    #[test]
+    fn only_clean_endings_keep_a_worker() {
+        for s in Status::ALL {
+            let keep = reusable_after(s);
+            let expected = matches!(
+                s,
+                Status::Ok
+                    | Status::Error
+                    | Status::Timeout
+                    | Status::CpuExhausted
+                    | Status::OutputTruncated
+            );
+            assert_eq!(keep, expected, "{s:?}");
         }
     }
 
@@ -863,7 +1294,7 @@ mod tests {
             e.code = "c".repeat(1000);
             e.message = "m".repeat(10_000);
         }
-        sanitize(&mut r, &env);
+        assert!(sanitize(&mut r, &env) >= 5, "every lie is counted");
         // "hé" is 3 bytes; cutting at 4 would split nothing, at a char
         // boundary always.
         assert!(r.stdout.len() <= 4 && r.stdout_truncated, "{:?}", r.stdout);

@@ -18,8 +18,10 @@ use crate::run::{RunRequest, RunResult};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 
-/// The protocol's version; both sides must agree exactly.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The protocol's version; both sides must agree exactly. Version 2: a
+/// worker serves runs one after another until the supervisor hangs up,
+/// and `Done` carries the boot the run saw.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The largest frame either side accepts: a result can carry 16 MiB of
 /// artifacts and two 1 MiB outputs by default, base64-inflated.
@@ -173,7 +175,9 @@ pub enum ToWorker {
     },
     /// Report what the worker can see of its boundary.
     Observe,
-    /// Run one request. A worker runs at most one.
+    /// Run one request. A worker runs one at a time, each in a fresh
+    /// instance with a fresh workspace; the supervisor sends the next only
+    /// after `Done`, and only for the caller the worker is bound to.
     Run {
         run_id: String,
         guest: GuestImage,
@@ -207,8 +211,13 @@ pub enum FromWorker {
         api: String,
         request: WireRequest,
     },
-    /// The run's result.
-    Done { result: RunResult },
+    /// The run's result, and the boot id the worker read after it (a
+    /// worker whose boot changed between runs is retired).
+    Done {
+        result: RunResult,
+        #[serde(default)]
+        boot_id: String,
+    },
     /// The worker could not do what was asked.
     Failed { message: String },
 }
@@ -366,6 +375,11 @@ pub struct Observation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Tripwires: a change here changes the wire. Bump
+    /// [`PROTOCOL_VERSION`] with it; do not just update the expected value.
+    const _: () = assert!(PROTOCOL_VERSION == 2);
+    const _: () = assert!(MAX_FRAME == 96 << 20);
 
     #[test]
     fn frames_round_trip_and_garbage_is_an_error() {

@@ -1,8 +1,10 @@
 //! The worker's side: `plimsoll-worker` reads frames on stdin and writes
 //! frames on stdout. It loads the guests it is told to (precompiled images,
-//! read-only), answers `Observe` with what it sees of its boundary, runs at
-//! most one request, and forwards the guest's broker calls to the
-//! supervisor. It holds no grant and no credential.
+//! read-only), answers `Observe` with what it sees of its boundary, runs
+//! requests one at a time — each in a fresh instance with a fresh workspace
+//! — until the supervisor hangs up, and forwards the guest's broker calls
+//! to the supervisor. It holds no grant and no credential. The supervisor
+//! binds a worker to one caller; the worker itself never learns who.
 
 use crate::bindings::broker::{CallError, Request, Response};
 use crate::broker::RemoteLink;
@@ -38,7 +40,9 @@ impl Out {
 struct Link {
     out: Arc<Mutex<std::io::Stdout>>,
     pending: Pending,
-    seq: AtomicU64,
+    /// Shared by every run of this worker, so that a late reply to an
+    /// earlier run's call never matches a later run's.
+    seq: Arc<AtomicU64>,
 }
 
 impl RemoteLink for Link {
@@ -188,6 +192,7 @@ pub fn main() -> std::process::ExitCode {
         Err(e) => return fail(&out, &format!("async runtime: {e}")),
     };
     let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
+    let seq = Arc::new(AtomicU64::new(1));
     runtime.block_on(async move {
         loop {
             let Some(msg) = rx.recv().await else {
@@ -222,7 +227,7 @@ pub fn main() -> std::process::ExitCode {
                     let link = Arc::new(Link {
                         out: stdout.clone(),
                         pending: pending.clone(),
-                        seq: AtomicU64::new(1),
+                        seq: seq.clone(),
                     });
                     // The supervisor replaces this with its own isolation.
                     let iso = Isolation {
@@ -233,6 +238,7 @@ pub fn main() -> std::process::ExitCode {
                             observed_at_unix: 0,
                             summary: String::new(),
                             checks: Vec::new(),
+                            worker: None,
                         },
                     };
                     let run = execute_with(
@@ -264,14 +270,24 @@ pub fn main() -> std::process::ExitCode {
                             }
                         }
                     };
-                    let _ = out.send(&FromWorker::Done { result });
+                    // Calls the run left unanswered are forgotten: their
+                    // replies, if any come, match nothing.
+                    pending.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                    if !out.send(&FromWorker::Done {
+                        result,
+                        boot_id: crate::worker::observe::boot_id(),
+                    }) {
+                        return std::process::ExitCode::from(3);
+                    }
                     let _ = std::io::stdout().flush();
-                    // One run per worker: a worker that ran hostile code is
-                    // never reused.
+                    // The instance is torn down before the next run starts
+                    // (after the result is on its way), so that it never
+                    // shares the engine's slots with it.
                     crate::reaper::flush(std::time::Duration::from_secs(2));
-                    return std::process::ExitCode::SUCCESS;
                 }
-                ToWorker::Hello { .. } | ToWorker::BrokerReply { .. } => {
+                // A reply to a call of a run that has ended.
+                ToWorker::BrokerReply { .. } => {}
+                ToWorker::Hello { .. } => {
                     return fail(&out, "unexpected frame");
                 }
             }
