@@ -1,9 +1,11 @@
 //! Per-run latency at each tier this build has, in one run: `1+1` in
 //! JavaScript and Python in-process (`wasm`) and in bubblewrap workers
 //! (`wasm+bwrap`), gVisor workers (`wasm+gvisor`) and QEMU microVMs
-//! (`wasm+microvm`, under TCG where KVM cannot boot a kernel) with a warm
-//! pool, a cold worker start, and what a user would do without plimsoll:
-//! start `python3` per run, bare, under bubblewrap and under `runsc do`.
+//! (`wasm+microvm`, under TCG where KVM cannot boot a kernel): in the
+//! caller's own worker (reused, spaced and back to back), in a fresh
+//! worker per run from a warm pool (`PLIMSOLL_WORKER_MAX_RUNS=1`), in a
+//! cold worker per run, and what a user would do without plimsoll: start
+//! `python3` per run, bare, under bubblewrap and under `runsc do`.
 //!
 //! `make bench-wrappers` (or `cargo bench -p plimsoll --bench wrappers`).
 
@@ -23,7 +25,7 @@ fn p50(mut v: Vec<Duration>) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-fn sandbox(provider: ProviderKind, warm: usize, dir: &Path) -> Sandbox {
+fn sandbox(provider: ProviderKind, warm: usize, max_runs: u32, dir: &Path) -> Sandbox {
     let guests = repo().join("target/guests");
     Sandbox::new(SandboxConfig {
         provider,
@@ -47,6 +49,7 @@ fn sandbox(provider: ProviderKind, warm: usize, dir: &Path) -> Sandbox {
                 allow_tcg: true,
                 ..plimsoll::wrapper::microvm::MicrovmSettings::from_env()
             }),
+            max_runs,
             ..WorkerConfig::default()
         },
         ..SandboxConfig::default()
@@ -94,63 +97,78 @@ fn main() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let gap = Duration::from_millis(150);
-    let inproc = sandbox(ProviderKind::Wasm, 0, tmp.path());
-    let warm = sandbox(ProviderKind::WasmBwrap, 2, tmp.path());
-    let cold = sandbox(ProviderKind::WasmBwrap, 0, tmp.path());
-    let gvisor = sandbox(ProviderKind::WasmGvisor, 2, tmp.path());
-    let gvisor_cold = sandbox(ProviderKind::WasmGvisor, 0, tmp.path());
+    let b2b = Duration::ZERO;
+    let inproc = sandbox(ProviderKind::Wasm, 0, 1, tmp.path());
+    let bound = sandbox(ProviderKind::WasmBwrap, 2, 1000, tmp.path());
+    let fresh = sandbox(ProviderKind::WasmBwrap, 2, 1, tmp.path());
+    let cold = sandbox(ProviderKind::WasmBwrap, 0, 1, tmp.path());
+    let gvisor = sandbox(ProviderKind::WasmGvisor, 2, 1000, tmp.path());
+    let gvisor_fresh = sandbox(ProviderKind::WasmGvisor, 2, 1, tmp.path());
+    let gvisor_cold = sandbox(ProviderKind::WasmGvisor, 0, 1, tmp.path());
     // Warm-up.
-    for s in [&inproc, &warm, &cold, &gvisor, &gvisor_cold] {
+    for s in [
+        &inproc,
+        &bound,
+        &fresh,
+        &cold,
+        &gvisor,
+        &gvisor_fresh,
+        &gvisor_cold,
+    ] {
         let _ = runs(&rt, s, Language::Javascript, 2, gap);
         let _ = runs(&rt, s, Language::Python, 2, gap);
     }
-    println!(
-        "p50 per run, ms ({n} runs each, {} ms between runs)",
-        gap.as_millis()
-    );
+    println!("p50 per run, ms ({n} runs each; spaced = 150 ms between runs)");
     println!("| what | JavaScript `1+1` | Python `1+1` |");
     println!("|---|---:|---:|");
     let row = |what: &str, js: f64, py: f64| println!("| {what} | {js:.2} | {py:.2} |");
-    let (ij, ip) = (
-        runs(&rt, &inproc, Language::Javascript, n, gap),
-        runs(&rt, &inproc, Language::Python, n, gap),
+    let both = |s: &Sandbox, n: usize, gap: Duration| {
+        (
+            runs(&rt, s, Language::Javascript, n, gap),
+            runs(&rt, s, Language::Python, n, gap),
+        )
+    };
+    let (ij, ip) = both(&inproc, n, gap);
+    row("`wasm` (in-process, tier process), spaced", ij, ip);
+    let (ibj, ibp) = both(&inproc, n, b2b);
+    row("`wasm`, back to back", ibj, ibp);
+    let (wj, wp) = both(&bound, n, gap);
+    row(
+        "`wasm+bwrap`, the caller's worker (tier container), spaced",
+        wj,
+        wp,
     );
-    row("`wasm` (in-process, tier process)", ij, ip);
-    let (wj, wp) = (
-        runs(&rt, &warm, Language::Javascript, n, gap),
-        runs(&rt, &warm, Language::Python, n, gap),
+    row("bwrap over in-process, spaced", wj - ij, wp - ip);
+    let (wbj, wbp) = both(&bound, n, b2b);
+    row("`wasm+bwrap`, the caller's worker, back to back", wbj, wbp);
+    row("bwrap over in-process, back to back", wbj - ibj, wbp - ibp);
+    let (fj, fp) = both(&fresh, n, gap);
+    row(
+        "`wasm+bwrap`, a fresh warm worker per run (max runs 1)",
+        fj,
+        fp,
     );
-    row("`wasm+bwrap`, warm pool (tier container)", wj, wp);
-    row("bwrap over in-process", wj - ij, wp - ip);
-    let (cj, cp) = (
-        runs(&rt, &cold, Language::Javascript, n / 2, gap),
-        runs(&rt, &cold, Language::Python, n / 2, gap),
-    );
+    let (cj, cp) = both(&cold, n / 2, gap);
     row("`wasm+bwrap`, cold worker per run", cj, cp);
-    // `-S`: no site-packages, so that the host's `.pth` files do not count.
-    let (gj, gp) = (
-        runs(
-            &rt,
-            &gvisor,
-            Language::Javascript,
-            n,
-            Duration::from_millis(400),
-        ),
-        runs(
-            &rt,
-            &gvisor,
-            Language::Python,
-            n,
-            Duration::from_millis(400),
-        ),
+    let (gj, gp) = both(&gvisor, n, gap);
+    row(
+        "`wasm+gvisor`, the caller's worker (tier kernel), spaced",
+        gj,
+        gp,
     );
-    row("`wasm+gvisor`, warm pool (tier kernel)", gj, gp);
-    row("gVisor over in-process", gj - ij, gp - ip);
-    let (gcj, gcp) = (
-        runs(&rt, &gvisor_cold, Language::Javascript, n / 4, gap),
-        runs(&rt, &gvisor_cold, Language::Python, n / 4, gap),
+    row("gVisor over in-process, spaced", gj - ij, gp - ip);
+    let (gbj, gbp) = both(&gvisor, n, b2b);
+    row("`wasm+gvisor`, the caller's worker, back to back", gbj, gbp);
+    row("gVisor over in-process, back to back", gbj - ibj, gbp - ibp);
+    let (gfj, gfp) = both(&gvisor_fresh, n, Duration::from_millis(400));
+    row(
+        "`wasm+gvisor`, a fresh warm worker per run (max runs 1, 400 ms apart)",
+        gfj,
+        gfp,
     );
+    let (gcj, gcp) = both(&gvisor_cold, n / 4, gap);
     row("`wasm+gvisor`, cold worker per run", gcj, gcp);
+    // `-S`: no site-packages, so that the host's `.pth` files do not count.
     let py = command(n / 2, &["python3", "-S", "-c", "print(1+1)"]);
     let bw = command(
         n / 2,
@@ -195,14 +213,14 @@ fn main() {
     println!("| `python3 -S -c` per run (no sandbox) | – | {py:.2} |");
     println!("| `python3 -S -c` under bubblewrap per run | – | {bw:.2} |");
     println!("| `python3 -S -c` under `runsc do` per run | – | {rs:.2} |");
-    drop((inproc, warm, cold, gvisor, gvisor_cold));
+    drop((bound, fresh, cold, gvisor, gvisor_fresh, gvisor_cold));
 
     // The microVM last: its boots take seconds under TCG, so it gets few
     // runs, each after a gap long enough for the warm pool to refill.
     if std::env::var_os("PLIMSOLL_BENCH_SKIP_MICROVM").is_some() {
         return;
     }
-    let vm = sandbox(ProviderKind::WasmMicrovm, 2, tmp.path());
+    let vm = sandbox(ProviderKind::WasmMicrovm, 1, 1000, tmp.path());
     let accel = vm
         .isolation()
         .evidence
@@ -211,25 +229,34 @@ fn main() {
         .find(|c| c.name == "accelerator")
         .map(|c| c.observed.split(' ').next().unwrap_or("?").to_owned())
         .unwrap_or_default();
-    let vn = (n / 8).max(3);
-    let vgap = Duration::from_secs(15);
-    let _ = runs(&rt, &vm, Language::Javascript, 1, vgap);
-    let (vj, vp) = (
-        runs(&rt, &vm, Language::Javascript, vn, vgap),
-        runs(&rt, &vm, Language::Python, vn, vgap),
-    );
+    let _ = both(&vm, 2, gap);
+    let (vj, vp) = both(&vm, n / 2, gap);
     row(
-        &format!("`wasm+microvm` ({accel}), warm pool (tier vm), {vn} runs"),
+        &format!("`wasm+microvm` ({accel}), the caller's VM (tier vm), spaced"),
         vj,
         vp,
     );
-    row("microVM over in-process", vj - ij, vp - ip);
-    drop(vm);
-    let vm_cold = sandbox(ProviderKind::WasmMicrovm, 0, tmp.path());
-    let (vcj, vcp) = (
-        runs(&rt, &vm_cold, Language::Javascript, 3, gap),
-        runs(&rt, &vm_cold, Language::Python, 3, gap),
+    row("microVM over in-process, spaced", vj - ij, vp - ip);
+    let (vbj, vbp) = both(&vm, n / 2, b2b);
+    row(
+        &format!("`wasm+microvm` ({accel}), the caller's VM, back to back"),
+        vbj,
+        vbp,
     );
+    drop(vm);
+    let vm_fresh = sandbox(ProviderKind::WasmMicrovm, 2, 1, tmp.path());
+    let vn = (n / 8).max(3);
+    let vgap = Duration::from_secs(15);
+    let _ = runs(&rt, &vm_fresh, Language::Javascript, 1, vgap);
+    let (vfj, vfp) = both(&vm_fresh, vn, vgap);
+    row(
+        &format!("`wasm+microvm` ({accel}), a fresh warm VM per run (max runs 1), {vn} runs"),
+        vfj,
+        vfp,
+    );
+    drop(vm_fresh);
+    let vm_cold = sandbox(ProviderKind::WasmMicrovm, 0, 1, tmp.path());
+    let (vcj, vcp) = both(&vm_cold, 3, gap);
     row(
         &format!("`wasm+microvm` ({accel}), cold VM per run, 3 runs"),
         vcj,

@@ -518,6 +518,13 @@ impl Pool {
             max_memory_bytes: opts.max_memory_bytes,
             max_wasm_stack: opts.max_wasm_stack as u64,
             cpu: opts.cpu,
+            // A worker that serves its caller again makes the next
+            // instance between runs, as the in-process engine does.
+            warm_instances: if config.max_runs > 1 {
+                opts.warm_instances.min(4)
+            } else {
+                0
+            },
         };
         let mut images = HashMap::new();
         for g in guests {

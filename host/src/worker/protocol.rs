@@ -61,6 +61,10 @@ pub struct WorkerEngine {
     /// accepts nothing wider ([`crate::cpu`]).
     #[serde(default)]
     pub cpu: crate::cpu::CpuTarget,
+    /// Pre-instantiated instances per interpreter the worker keeps for its
+    /// caller's next run (0 when a worker serves one run only).
+    #[serde(default)]
+    pub warm_instances: u32,
 }
 
 /// A broker request crossing the boundary.

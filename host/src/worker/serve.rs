@@ -139,15 +139,19 @@ pub fn main() -> std::process::ExitCode {
         engine: EngineOptions {
             fuel: engine.fuel,
             pooling: true,
-            // One run per worker (plus a margin for the instances a
-            // component creates inside itself).
-            max_live_instances: 8,
+            // One run at a time (plus a margin for the instances a
+            // component creates inside itself), and the warm instances
+            // kept for the next run.
+            max_live_instances: 8 + engine
+                .warm_instances
+                .min(4)
+                .saturating_mul(u32::try_from(images.len()).unwrap_or(u32::MAX).min(16)),
             max_memory_bytes: engine.max_memory_bytes,
             max_wasm_stack: usize::try_from(engine.max_wasm_stack).unwrap_or(4 << 20),
-            // A worker serves one run and is then recycled; a background
-            // instantiation would only compete with that run for the
-            // worker's CPU (a microVM has one).
-            warm_instances: 0,
+            // Only a worker that serves its caller again makes instances
+            // ahead of time; they are made between runs (the warm pool
+            // waits for a quiet moment), never during one.
+            warm_instances: engine.warm_instances.min(4),
             cpu: engine.cpu,
             ..EngineOptions::default()
         },
