@@ -460,14 +460,137 @@ async fn a_kernel_floor_is_refused_and_a_container_floor_accepted() {
     assert_eq!(s.run(&r).await.status, Status::Ok);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sessions_are_refused_rather_than_run_outside_the_wrapper() {
-    let Some(s) = shared() else { return };
-    let e = s
-        .open_session("local", &RunRequest::code(Language::Python, ""))
+/// Sessions under the wrapper of `s` (tier `tier`): state persists across
+/// evaluations, another caller can neither reach nor see it, each
+/// session's worker is its caller's, and a runaway cell ends only its
+/// session.
+async fn assert_sessions_hold(s: &Sandbox, tier: Tier) {
+    let py = |code: &str| RunRequest::code(Language::Python, code);
+    let js = |code: &str| RunRequest::code(Language::Javascript, code);
+    let a = s
+        .open_session("alice", &py(""))
         .await
-        .expect_err("sessions under bwrap");
-    assert_eq!(e.code, "sessions_unavailable");
+        .expect("alice's session");
+    let r = s
+        .run_in_session("alice", &a.session_id, &py("x = 41"))
+        .await;
+    assert_eq!(r.status, Status::Ok, "{:?}", r.error);
+    let r = s.run_in_session("alice", &a.session_id, &py("x + 1")).await;
+    assert_eq!(r.status, Status::Ok, "{:?}", r.error);
+    assert_eq!(r.result.as_deref(), Some("42"));
+    assert_eq!(r.isolation.tier, tier);
+    assert_eq!(r.session_id.as_deref(), Some(a.session_id.as_str()));
+    let wa = worker_of(&r);
+    assert_eq!((wa.caller.as_str(), wa.runs_before), ("alice", 1));
+    // Bob cannot reach Alice's session, and his own does not see `x`.
+    let r = s.run_in_session("bob", &a.session_id, &py("x")).await;
+    assert_eq!(r.error_code(), Some("unknown_session"));
+    let b = s.open_session("bob", &py("")).await.expect("bob's session");
+    let r = s.run_in_session("bob", &b.session_id, &py("x")).await;
+    assert_eq!(r.status, Status::Error, "{:?}", r.result);
+    assert!(
+        r.error
+            .as_ref()
+            .is_some_and(|e| e.message.contains("NameError")),
+        "{:?}",
+        r.error
+    );
+    assert_ne!(
+        worker_of(&r).worker_id,
+        wa.worker_id,
+        "two callers never share a worker"
+    );
+    assert_eq!(worker_of(&r).caller, "bob");
+    // A JavaScript session keeps its globals too.
+    let j = s
+        .open_session("alice", &js(""))
+        .await
+        .expect("a JavaScript session");
+    let r = s
+        .run_in_session("alice", &j.session_id, &js("globalThis.n = 6; n"))
+        .await;
+    assert_eq!(r.result.as_deref(), Some("6"), "{:?}", r.error);
+    let r = s.run_in_session("alice", &j.session_id, &js("n * 7")).await;
+    assert_eq!(r.result.as_deref(), Some("42"), "{:?}", r.error);
+    assert_ne!(
+        worker_of(&r).worker_id,
+        wa.worker_id,
+        "a worker holds one session"
+    );
+    // A runaway cell ends its session, and only that one.
+    let r = s
+        .run_in_session(
+            "alice",
+            &j.session_id,
+            &with_limits(
+                js("for (;;) {}"),
+                Limits {
+                    wall_time_ms: Some(400),
+                    ..Limits::default()
+                },
+            ),
+        )
+        .await;
+    assert_eq!(r.status, Status::Timeout, "{:?}", r.error);
+    assert!(r.session_closed);
+    assert!(!s.session_open("alice", &j.session_id));
+    let r = s.run_in_session("alice", &a.session_id, &py("x")).await;
+    assert_eq!(r.result.as_deref(), Some("41"), "{:?}", r.error);
+    assert!(s.close_session("alice", &a.session_id));
+    assert!(s.close_session("bob", &b.session_id));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_keep_state_inside_bwrap_and_stay_their_callers() {
+    let Some(s) = shared() else { return };
+    assert!(s.supports_sessions());
+    assert_sessions_hold(s, Tier::Container).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_whose_worker_dies_ends_as_boundary_failed() {
+    if !bwrap_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let images = dir.path().join("images");
+    let s = sandbox_in(dir.path(), |c| {
+        c.provider = ProviderKind::WasmBwrap;
+        c.workers = WorkerConfig {
+            image_dir: Some(images.clone()),
+            ..workers(0, 4)
+        };
+    });
+    let py = |code: &str| RunRequest::code(Language::Python, code);
+    let a = s.open_session("alice", &py("")).await.expect("open");
+    let r = s.run_in_session("alice", &a.session_id, &py("x = 1")).await;
+    assert_eq!(r.status, Status::Ok, "{:?}", r.error);
+    // The session's worker is the only one alive.
+    let pids = worker_pids(&images);
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    // SAFETY: kill(2) on a worker process this test's sandbox started.
+    unsafe {
+        libc::kill(pids[0], libc::SIGKILL);
+    }
+    let r = s.run_in_session("alice", &a.session_id, &py("x")).await;
+    assert_eq!(r.status, Status::WorkerLost, "{:?}", r.error);
+    assert!(r.session_closed);
+    assert_eq!(
+        s.session_ended("alice", &a.session_id),
+        Some(plimsoll::session::SessionEnd::BoundaryFailed)
+    );
+    assert_eq!(s.session_ended("bob", &a.session_id), None);
+    // The provider keeps serving: a new session, and a run.
+    let b = s
+        .open_session("alice", &py(""))
+        .await
+        .expect("a new session");
+    let r = s
+        .run_in_session("alice", &b.session_id, &py("2 * 21"))
+        .await;
+    assert_eq!(r.result.as_deref(), Some("42"), "{:?}", r.error);
+    assert!(s.close_session("alice", &b.session_id));
+    assert_eq!(s.run_as("alice", &req("hello")).await.status, Status::Ok);
 }
 
 /// The scientific guest is a core module, which workers do not load yet:
@@ -986,6 +1109,12 @@ async fn gvisor_proves_the_kernel_tier_and_runs_guests_inside_it() {
     assert_hostile_outcomes(s, Tier::Kernel).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_keep_state_inside_gvisor_and_stay_their_callers() {
+    let Some(s) = gvisor_shared() else { return };
+    assert_sessions_hold(s, Tier::Kernel).await;
+}
+
 // ----------------------------------------------------------------- microVM
 
 /// The microVM settings for this machine, or `None` (with the reason
@@ -1122,6 +1251,12 @@ async fn microvm_proves_the_vm_tier_and_runs_guests_inside_it() {
     assert_eq!(s.run(&floor).await.status, Status::Ok);
 
     assert_hostile_outcomes(s, Tier::Vm).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_keep_state_inside_a_microvm_and_stay_their_callers() {
+    let Some(s) = microvm_shared() else { return };
+    assert_sessions_hold(s, Tier::Vm).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -271,6 +271,24 @@ impl RunBroker {
         std::mem::take(&mut inner.trace)
     }
 
+    /// Starts the next evaluation of a session kept in a worker: calls
+    /// cross to the supervisor through `link`, `origins` route `wasi:http`
+    /// requests, and the budget and deadline are fresh. The worker holds
+    /// no grant.
+    pub fn next_remote_run(
+        &self,
+        env: &Envelope,
+        deadline: Instant,
+        link: Arc<dyn RemoteLink>,
+        origins: Vec<crate::worker::protocol::GrantOrigin>,
+    ) -> CallTrace {
+        let trace = self.next_run(env, deadline, GrantSet::empty());
+        let mut inner = self.lock();
+        inner.remote = Some(link);
+        inner.remote_origins = origins;
+        trace
+    }
+
     /// Handles one call from the guest: checks it, sends it, traces it.
     pub async fn call(&self, api: &str, req: Request) -> Result<Response, CallError> {
         let remote = self.lock().remote.clone();

@@ -313,8 +313,9 @@ fn invalid(message: String) -> ErrorInfo {
 }
 
 /// Makes a kept instance ready for its next evaluation: new deadline,
-/// fuel, memory limit, output caps, grants and call budget.
-pub(crate) fn reset_for_next_run(p: &mut Prepared, env: &Envelope, grants: GrantSet) {
+/// fuel, memory limit, output caps, and the broker on `side` with fresh
+/// grants and call budget.
+pub(crate) fn reset_for_next_run_with(p: &mut Prepared, env: &Envelope, side: BrokerSide) {
     let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms);
     let _ = p.stdout.take(env.stdout_bytes);
     let _ = p.stderr.take(env.stderr_bytes);
@@ -322,7 +323,14 @@ pub(crate) fn reset_for_next_run(p: &mut Prepared, env: &Envelope, grants: Grant
     st.deadline = deadline;
     st.stop = None;
     st.limiter.reset_for_next_run(env.memory_bytes);
-    st.broker.next_run(env, deadline, grants);
+    match side {
+        BrokerSide::Local(grants) => {
+            st.broker.next_run(env, deadline, grants);
+        }
+        BrokerSide::Remote { link, origins } => {
+            st.broker.next_remote_run(env, deadline, link, origins);
+        }
+    }
     st.http_gate.request_cap = env.request_bytes;
     if let Some(w) = &st.workspace {
         w.set_budget(env);

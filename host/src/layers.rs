@@ -54,6 +54,8 @@ pub const LEVELS: &[(&str, u8)] = &[
     ("provider", 4),
     ("worker", 4),
     ("worker/pool", 4),
+    ("worker/pool/session", 4),
+    ("live_session", 4),
     ("worker/observe", 4),
     ("wrapper", 4),
     ("wrapper/bwrap", 4),

@@ -37,6 +37,7 @@ mod http_gate;
 #[cfg(test)]
 mod layers;
 pub mod limiter;
+pub mod live_session;
 pub mod memfs;
 pub mod memtree;
 pub mod output;

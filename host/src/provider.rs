@@ -9,7 +9,8 @@ use crate::envelope::Envelope;
 use crate::executor;
 use crate::grant::GrantSet;
 use crate::guest::Guest;
-use crate::run::{RunRequest, RunResult};
+use crate::live_session::{LiveSession, LocalSession, SessionOptions};
+use crate::run::{ErrorInfo, RunRequest, RunResult};
 use crate::runtime::Runtime;
 use crate::tier::{Evidence, EvidenceCheck, Isolation, Tier};
 use std::fmt;
@@ -90,6 +91,36 @@ pub trait Provider: Send + Sync {
     /// keep a warm pool (`None` for in-process providers).
     fn idle_workers(&self) -> Option<usize> {
         None
+    }
+
+    /// Whether [`Provider::open_session`] can succeed.
+    fn offers_sessions(&self) -> bool {
+        false
+    }
+
+    /// The longest a session may live under this provider (a worker's
+    /// `PLIMSOLL_WORKER_MAX_AGE_SEC`); `None` = the operator's session
+    /// lifetime alone.
+    fn session_lifetime_cap(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// Opens a session's interpreters for `caller` (the session table
+    /// above owns its id, caps and lifetime). A provider that keeps
+    /// sessions in workers binds the session's worker to `caller`.
+    fn open_session<'a>(
+        &'a self,
+        _caller: &'a str,
+        _opts: &'a SessionOptions,
+        _env: &'a Envelope,
+    ) -> BoxFuture<'a, Result<Box<dyn LiveSession>, ErrorInfo>> {
+        let name = self.name().to_owned();
+        Box::pin(async move {
+            Err(ErrorInfo {
+                code: "sessions_unavailable".into(),
+                message: format!("provider {name} does not keep sessions"),
+            })
+        })
     }
 
     /// Runs `guest` once on behalf of `caller`. The caller has already
@@ -202,6 +233,29 @@ impl Provider for WasmProvider {
 
     fn isolation(&self) -> Isolation {
         self.isolation.clone()
+    }
+
+    fn offers_sessions(&self) -> bool {
+        true
+    }
+
+    fn open_session<'a>(
+        &'a self,
+        _caller: &'a str,
+        opts: &'a SessionOptions,
+        env: &'a Envelope,
+    ) -> BoxFuture<'a, Result<Box<dyn LiveSession>, ErrorInfo>> {
+        Box::pin(async move {
+            let s = LocalSession::open(
+                &self.runtime,
+                opts.guests.clone(),
+                &opts.start,
+                opts.keep_on_failure,
+                env,
+            )
+            .await?;
+            Ok(Box::new(s) as Box<dyn LiveSession>)
+        })
     }
 
     fn run<'a>(
@@ -401,6 +455,15 @@ impl WrappedProvider {
         })
     }
 
+    /// The runtime that owns the workers' pipes, unless shut down.
+    fn handle(&self) -> Option<tokio::runtime::Handle> {
+        self.rt
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|rt| rt.handle().clone())
+    }
+
     /// The pool (tests use it to find worker pids).
     pub fn pool(&self) -> &std::sync::Arc<crate::worker::pool::Pool> {
         &self.pool
@@ -420,6 +483,45 @@ impl Provider for WrappedProvider {
         Some(self.pool.idle())
     }
 
+    fn offers_sessions(&self) -> bool {
+        self.pool.verified()
+    }
+
+    fn session_lifetime_cap(&self) -> Option<std::time::Duration> {
+        Some(self.pool.max_age())
+    }
+
+    fn open_session<'a>(
+        &'a self,
+        caller: &'a str,
+        opts: &'a SessionOptions,
+        env: &'a Envelope,
+    ) -> BoxFuture<'a, Result<Box<dyn LiveSession>, ErrorInfo>> {
+        let pool = self.pool.clone();
+        let handle = self.handle();
+        let caller = caller.to_owned();
+        let opts = opts.clone();
+        let env = *env;
+        Box::pin(async move {
+            let Some(handle) = handle else {
+                return Err(ErrorInfo {
+                    code: "worker_unavailable".into(),
+                    message: "the worker pool is shut down".into(),
+                });
+            };
+            let task = handle.spawn(async move {
+                crate::worker::pool::Pool::open_session(&pool, &caller, &opts, &env).await
+            });
+            match task.await {
+                Ok(r) => r.map(|s| Box::new(s) as Box<dyn LiveSession>),
+                Err(_) => Err(ErrorInfo {
+                    code: "worker_lost".into(),
+                    message: "the session's start failed".into(),
+                }),
+            }
+        })
+    }
+
     fn run<'a>(
         &'a self,
         caller: &'a str,
@@ -434,12 +536,7 @@ impl Provider for WrappedProvider {
         let guest = guest.clone();
         let req = req.clone();
         let env = *env;
-        let handle = self
-            .rt
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map(|rt| rt.handle().clone());
+        let handle = self.handle();
         Box::pin(async move {
             let iso = pool.isolation();
             let Some(handle) = handle else {

@@ -496,7 +496,14 @@ impl Sandbox {
                 message: e.to_string(),
             })?;
         self.check_provider(req)?;
-        self.sessions.open(&self.runtime, caller, opts, &env).await
+        // A session lives no longer than the worker that holds it.
+        let mut opts = opts.clone();
+        if let Some(cap) = self.provider.session_lifetime_cap() {
+            opts.lifetime = Some(opts.lifetime.map_or(cap, |l| l.min(cap)));
+        }
+        self.sessions
+            .open(self.provider.as_ref(), caller, &opts, &env)
+            .await
     }
 
     /// Evaluates `req.code` in `caller`'s session `session_id`. Each
@@ -550,21 +557,8 @@ impl Sandbox {
         if let Err(e) = self.check_provider(req) {
             return plain(RunResult::refused(run_id, iso, &e.code, e.message));
         }
-        // Counted as a run in flight, so that the background thread that
-        // makes pre-instantiated instances does not compete with it.
-        let _busy = self.runtime.warm().busy();
         self.sessions
-            .eval(
-                &self.runtime,
-                caller,
-                session_id,
-                req,
-                &env,
-                grants,
-                iso,
-                run_id,
-                turn,
-            )
+            .eval(caller, session_id, req, &env, grants, iso, run_id, turn)
             .await
     }
 
@@ -586,11 +580,11 @@ impl Sandbox {
         self.sessions.is_open(caller, session_id)
     }
 
-    /// Whether this sandbox's provider keeps sessions (the in-process
-    /// `wasm` provider does; a wrapped one runs one worker per run).
+    /// Whether this sandbox's provider keeps sessions: the in-process
+    /// `wasm` provider in this process, a wrapped one in a worker bound to
+    /// the session's caller.
     pub fn supports_sessions(&self) -> bool {
-        let iso = self.provider.isolation();
-        iso.provider != "disabled" && iso.wrapper.is_none()
+        self.provider.offers_sessions()
     }
 
     /// Closes `caller`'s session. Returns whether it was open.
@@ -649,8 +643,8 @@ impl Sandbox {
         }
     }
 
-    /// Refuses when the provider runs nothing or is below the floor.
-    /// Sessions run in this process, so only the `wasm` provider has them.
+    /// Refuses when the provider runs nothing, keeps no sessions, or is
+    /// below the floor.
     fn check_provider(&self, req: &RunRequest) -> Result<(), ErrorInfo> {
         let iso = self.provider.isolation();
         if iso.provider == "disabled" {
@@ -659,11 +653,11 @@ impl Sandbox {
                 message: crate::provider::DISABLED_MESSAGE.into(),
             });
         }
-        if iso.wrapper.is_some() {
+        if !self.provider.offers_sessions() {
             return Err(ErrorInfo {
                 code: "sessions_unavailable".into(),
                 message: format!(
-                    "sessions keep an instance alive in this process, so only the `wasm` provider offers them; provider {} runs one worker per run",
+                    "provider {} keeps no sessions (its smoke test failed)",
                     iso.provider
                 ),
             });

@@ -20,13 +20,12 @@
 //! owner learns why ([`SessionTable::ended`]).
 
 use crate::envelope::Envelope;
-use crate::executor::{self, BrokerSide, Classified, Live, Prepared};
 use crate::grant::GrantSet;
 use crate::guest::Guest;
+pub use crate::live_session::{LiveSession, SessionEnd, SessionOptions};
+use crate::provider::Provider;
 use crate::run::{ErrorInfo, Language, RunRequest, RunResult};
-use crate::runtime::Runtime;
 use crate::tier::Isolation;
-use crate::workspace::Workspace;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -75,34 +74,6 @@ pub struct SessionInfo {
     pub lifetime_ms: u64,
 }
 
-/// Why a session ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SessionEnd {
-    /// Its owner closed it.
-    Closed,
-    /// It was idle for its idle timeout, or reached its lifetime.
-    Expired,
-    /// An evaluation left its (only) instance unusable.
-    Failed,
-    /// A newer session of the same owner took its place.
-    Replaced,
-    /// The sandbox closed every session (shutting down).
-    Shutdown,
-}
-
-impl SessionEnd {
-    /// The stable snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SessionEnd::Closed => "closed",
-            SessionEnd::Expired => "expired",
-            SessionEnd::Failed => "failed",
-            SessionEnd::Replaced => "replaced",
-            SessionEnd::Shutdown => "shutdown",
-        }
-    }
-}
-
 /// How long a session that ended by itself is remembered.
 pub const TOMBSTONE_TTL: Duration = Duration::from_secs(600);
 
@@ -112,42 +83,6 @@ pub const MAX_TOMBSTONES: usize = 4096;
 /// Tombstones one caller may hold at most; its oldest go first, so one
 /// caller churning sessions cannot push out another's.
 pub const MAX_TOMBSTONES_PER_CALLER: usize = 256;
-
-/// What a session is opened with.
-#[derive(Debug, Clone)]
-pub struct SessionOptions {
-    /// Its interpreters, at most one per guest family; they share one
-    /// workspace.
-    pub guests: Vec<Guest>,
-    /// Which of `guests` (by position) start when the session opens; the
-    /// others start with their first evaluation.
-    pub start: Vec<usize>,
-    /// A failed evaluation ends only its interpreter (a notebook), not the
-    /// session.
-    pub keep_on_failure: bool,
-    /// Shortens the operator's lifetime (never lengthens it).
-    pub lifetime: Option<Duration>,
-    /// Shortens the operator's idle timeout (never lengthens it).
-    pub idle_timeout: Option<Duration>,
-    /// An opaque owner tag (the daemon's owner digest) with the cap on one
-    /// owner's sessions of this caller: at the cap, the owner's least
-    /// recently used session with no evaluation in progress is replaced.
-    pub owner: Option<(String, usize)>,
-}
-
-impl SessionOptions {
-    /// One interpreter, started at open; the session ends with it.
-    pub fn single(guest: Guest) -> Self {
-        SessionOptions {
-            guests: vec![guest],
-            start: vec![0],
-            keep_on_failure: false,
-            lifetime: None,
-            idle_timeout: None,
-            owner: None,
-        }
-    }
-}
 
 /// Whether an evaluation that finds its session busy waits its turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,30 +106,17 @@ pub struct Evaluated {
     pub interpreter_ended: bool,
 }
 
-struct LiveInstance {
-    prepared: Prepared,
-    live: Live,
-    /// Evaluations it has run.
-    cells: u64,
-}
-
 struct Slot {
     owner: String,
     tag: Option<String>,
     guests: Vec<Guest>,
-    keep_on_failure: bool,
     created: Instant,
     lifetime: Duration,
     idle_timeout: Duration,
     last_used: Mutex<Instant>,
-    state: tokio::sync::Mutex<SlotState>,
-}
-
-struct SlotState {
+    /// The interpreters and workspace, wherever the provider keeps them;
     /// `None` once the session has ended.
-    workspace: Option<Arc<Workspace>>,
-    /// One per guest, `None` until started or after it ended.
-    instances: Vec<Option<LiveInstance>>,
+    state: tokio::sync::Mutex<Option<Box<dyn LiveSession>>>,
 }
 
 impl Slot {
@@ -236,58 +158,6 @@ fn err(code: &str, message: impl Into<String>) -> ErrorInfo {
         code: code.into(),
         message: message.into(),
     }
-}
-
-/// Starts an instance of `guest` working in `workspace`.
-async fn start(
-    rt: &Runtime,
-    guest: &Guest,
-    env: &Envelope,
-    workspace: Arc<Workspace>,
-) -> Result<LiveInstance, ErrorInfo> {
-    let mut prepared = executor::prepare_in(
-        rt,
-        &[],
-        env,
-        BrokerSide::Local(GrantSet::empty()),
-        workspace,
-    )?;
-    let wall = Duration::from_millis(env.wall_time_ms);
-    let live = match executor::claim_warm(rt, guest, env, &mut prepared) {
-        Some(live) => live,
-        None => {
-            match tokio::time::timeout(
-                wall,
-                executor::instantiate_for_run(rt, guest, &mut prepared.store),
-            )
-            .await
-            {
-                Ok(Ok(live)) => live,
-                Ok(Err(e)) => {
-                    let busy = e
-                        .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
-                        .is_some();
-                    return Err(if busy {
-                        err("busy", "every instance slot is in use; try again shortly")
-                    } else {
-                        err("trap", "the guest failed to start")
-                    });
-                }
-                Err(_) => {
-                    return Err(err(
-                        "timeout",
-                        "the guest did not start within the wall-time limit",
-                    ));
-                }
-            }
-        }
-    };
-    rt.refill_warm(guest);
-    Ok(LiveInstance {
-        prepared,
-        live,
-        cells: 0,
-    })
 }
 
 impl SessionTable {
@@ -439,7 +309,7 @@ impl SessionTable {
     /// Opens a session for `caller`.
     pub(crate) async fn open(
         &self,
-        rt: &Runtime,
+        provider: &dyn Provider,
         caller: &str,
         opts: &SessionOptions,
         env: &Envelope,
@@ -468,14 +338,7 @@ impl SessionTable {
         if self.len() >= self.limits.total {
             return Err(err("busy", "the host has no room for another session"));
         }
-        let _busy = rt.warm().busy();
-        let workspace = Arc::new(Workspace::new(env));
-        let mut instances: Vec<Option<LiveInstance>> = opts.guests.iter().map(|_| None).collect();
-        for &i in &opts.start {
-            if let (Some(guest), Some(cell)) = (opts.guests.get(i), instances.get_mut(i)) {
-                *cell = Some(start(rt, guest, env, workspace.clone()).await?);
-            }
-        }
+        let live = provider.open_session(caller, opts, env).await?;
         let id = crate::run::new_run_id();
         let now = Instant::now();
         let lifetime = opts
@@ -488,15 +351,11 @@ impl SessionTable {
             owner: caller.to_owned(),
             tag: opts.owner.as_ref().map(|(t, _)| t.clone()),
             guests: opts.guests.clone(),
-            keep_on_failure: opts.keep_on_failure,
             created: now,
             lifetime,
             idle_timeout,
             last_used: Mutex::new(now),
-            state: tokio::sync::Mutex::new(SlotState {
-                workspace: Some(workspace),
-                instances,
-            }),
+            state: tokio::sync::Mutex::new(Some(live)),
         });
         self.lock().insert(id.clone(), slot);
         Ok(SessionInfo {
@@ -542,7 +401,6 @@ impl SessionTable {
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn eval(
         &self,
-        rt: &Runtime,
         caller: &str,
         id: &str,
         req: &RunRequest,
@@ -590,10 +448,9 @@ impl SessionTable {
         // Closed, replaced or expired while this call waited: the slot is
         // no longer the session's.
         let current = self.lock().get(id).is_some_and(|s| Arc::ptr_eq(s, &slot));
-        let state = &mut *guard;
-        let (true, Some(workspace)) = (current, state.workspace.clone()) else {
+        if !current || guard.is_none() {
             return plain(unknown(run_id, isolation));
-        };
+        }
         // Which of the session's interpreters: the one `language` names, or
         // its only one.
         let index = match req.language {
@@ -663,66 +520,28 @@ impl SessionTable {
                 format!("the code is longer than {} bytes", env.code_bytes),
             ));
         }
-        if let Err(e) = workspace.place_files(&req.files, env) {
-            return plain(RunResult::refused(
-                run_id,
-                isolation,
-                "invalid_request",
-                e.to_string(),
-            ));
-        }
-        let cell = &mut state.instances[index];
-        if cell.is_none() {
-            match start(rt, &guest, env, workspace.clone()).await {
-                Ok(inst) => *cell = Some(inst),
-                Err(e) => {
-                    let mut r = RunResult::refused(run_id, isolation, &e.code, e.message);
-                    r.guest = Some(guest.identity().to_owned());
-                    return plain(r);
-                }
-            }
-        }
-        let Some(inst) = cell.as_mut() else {
+        let Some(live) = guard.as_mut() else {
             return plain(unknown(run_id, isolation));
         };
-        let interpreter_started = inst.cells == 0;
-        inst.cells += 1;
-        executor::reset_for_next_run(&mut inst.prepared, env, grants);
-        let wall = Duration::from_millis(env.wall_time_ms);
-        let code = req.code.as_deref().unwrap_or("");
-        let inv = executor::invoke(&inst.live, &mut inst.prepared.store, code, wall).await;
-        let classified: Classified = executor::classify(inv, inst.prepared.store.data());
-        let reusable = classified.reusable;
-        let mut r = executor::report(
-            &mut inst.prepared,
-            env,
-            &req.capture,
-            classified,
-            isolation,
-            run_id,
-            &guest,
-        );
+        let step = live.eval(index, req, env, grants, isolation, run_id).await;
+        let mut r = step.result;
         r.usage.wall_ms = started.elapsed().as_secs_f64() * 1e3;
         r.session_id = Some(id.to_owned());
-        *slot.last_used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
-        let mut interpreter_ended = false;
-        if !reusable {
-            // The instance stopped mid-evaluation (a trap or an interrupt):
-            // its state cannot be trusted.
-            interpreter_ended = true;
-            if let Some(dead) = cell.take() {
-                crate::reaper::reap_instance(dead);
-            }
-            if !slot.keep_on_failure {
-                // The session ends with its only interpreter.
-                state.workspace = None;
-                state.instances.clear();
-                drop(guard);
-                if self.end(caller, id, SessionEnd::Failed) {
-                    r.session_closed = true;
-                }
-            }
+        if r.guest.is_none() {
+            r.guest = Some(guest.identity().to_owned());
         }
+        *slot.last_used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        if let Some(why) = step.end {
+            // The session ends with its interpreters (or its boundary).
+            let dead = guard.take();
+            drop(guard);
+            if self.end(caller, id, why) {
+                r.session_closed = true;
+            }
+            crate::reaper::reap_instance(dead);
+        }
+        let (interpreter_started, interpreter_ended) =
+            (step.interpreter_started, step.interpreter_ended);
         Evaluated {
             result: r,
             interpreter_started,

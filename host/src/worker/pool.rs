@@ -43,6 +43,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
+mod session;
+pub use session::WorkerSession;
+
 /// How long a worker may take to start and load its guests.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// Extra time past the run's wall time before a silent worker is killed.
@@ -271,30 +274,17 @@ impl Worker {
         }
     }
 
-    /// Runs one request; returns the worker's result and the boot id it
-    /// reported after the run. Any error leaves the worker unusable.
-    #[allow(clippy::too_many_arguments)]
-    async fn run(
+    /// Sends `first` and answers the worker's broker calls with `broker`
+    /// until it sends anything else, which is returned. The worker must
+    /// answer within `wall` plus [`HANG_GRACE`].
+    async fn converse(
         &mut self,
-        run_id: String,
-        guest: GuestImage,
-        req: &RunRequest,
-        env: &Envelope,
-        grants: Vec<GrantOrigin>,
-        broker: RunBroker,
-    ) -> Result<(RunResult, String), WorkerError> {
-        let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms) + HANG_GRACE;
-        write_async(
-            &mut self.stdin,
-            &ToWorker::Run {
-                run_id,
-                guest,
-                request: req.clone(),
-                envelope: *env,
-                grants,
-            },
-        )
-        .await?;
+        first: &ToWorker,
+        wall: Duration,
+        broker: &RunBroker,
+    ) -> Result<FromWorker, WorkerError> {
+        let deadline = Instant::now() + wall + HANG_GRACE;
+        write_async(&mut self.stdin, first).await?;
         loop {
             let frame = tokio::time::timeout_at(
                 tokio::time::Instant::from_std(deadline),
@@ -311,14 +301,39 @@ impl Worker {
                         .map_err(Into::into);
                     write_async(&mut self.stdin, &ToWorker::BrokerReply { seq, result }).await?;
                 }
-                FromWorker::Done { result, boot_id } => return Ok((result, boot_id)),
                 FromWorker::Failed { message } => return Err(WorkerError::Failed(clip(&message))),
-                _ => {
-                    return Err(WorkerError::Protocol(
-                        "unexpected frame during a run".into(),
-                    ));
-                }
+                other => return Ok(other),
             }
+        }
+    }
+
+    /// Runs one request; returns the worker's result and the boot id it
+    /// reported after the run. Any error leaves the worker unusable.
+    #[allow(clippy::too_many_arguments)]
+    async fn run(
+        &mut self,
+        run_id: String,
+        guest: GuestImage,
+        req: &RunRequest,
+        env: &Envelope,
+        grants: Vec<GrantOrigin>,
+        broker: RunBroker,
+    ) -> Result<(RunResult, String), WorkerError> {
+        let first = ToWorker::Run {
+            run_id,
+            guest,
+            request: req.clone(),
+            envelope: *env,
+            grants,
+        };
+        match self
+            .converse(&first, Duration::from_millis(env.wall_time_ms), &broker)
+            .await?
+        {
+            FromWorker::Done { result, boot_id } => Ok((result, boot_id)),
+            _ => Err(WorkerError::Protocol(
+                "unexpected frame during a run".into(),
+            )),
         }
     }
 }
@@ -645,6 +660,11 @@ impl Pool {
             .map_or(0, VecDeque::len)
     }
 
+    /// The age at which a worker is retired.
+    pub fn max_age(&self) -> Duration {
+        self.config.max_age
+    }
+
     /// Workers alive: warm, bound, busy or starting.
     pub fn alive(&self) -> usize {
         self.counts.alive.load(Ordering::Acquire)
@@ -969,6 +989,39 @@ impl Pool {
         Ok(img)
     }
 
+    /// `p`, if it can load every image of `images`; else a new worker
+    /// that can, which takes over `p`'s share (a VM sees only the images
+    /// that existed when it booted).
+    async fn with_images(
+        pool: &Arc<Pool>,
+        mut p: Pooled,
+        images: &[GuestImage],
+    ) -> Result<Pooled, ErrorInfo> {
+        if !pool.wrapper.images_fixed_at_start()
+            || images.iter().all(|i| p.worker.images.contains(&i.path))
+        {
+            return Ok(p);
+        }
+        let share = p.share.take();
+        drop(p);
+        let alive = pool.counts.alive.fetch_add(1, Ordering::AcqRel);
+        let guard = AliveGuard(pool.counts.clone());
+        if alive >= pool.config.max {
+            return Err(pool.exhausted(format!(
+                "all {} {} workers are busy; try again shortly",
+                pool.config.max,
+                pool.wrapper.name()
+            )));
+        }
+        let w = pool.launch().await.map_err(|e| ErrorInfo {
+            code: "worker_unavailable".into(),
+            message: format!("could not start a {} worker: {e}", pool.wrapper.name()),
+        })?;
+        let mut p = Pooled::new(w, guard);
+        p.share = share;
+        Ok(p)
+    }
+
     /// Runs `req` for `caller` on a worker bound to `caller`.
     #[allow(clippy::too_many_arguments)]
     pub async fn run(
@@ -1001,51 +1054,16 @@ impl Pool {
             Err(e) => return refuse(&e.code, e.message),
         };
         let started = Instant::now();
-        let mut p = match Pool::take(pool, caller).await {
+        let p = match Pool::take(pool, caller).await {
             Ok(p) => p,
             Err(e) => return refuse(&e.code, e.message),
         };
-        if pool.wrapper.images_fixed_at_start() && !p.worker.images.contains(&image.path) {
-            // A worker that predates this guest's image cannot load it:
-            // retire it and start one that has it (the warm set catches
-            // up). The caller's share moves to the new worker.
-            let share = p.share.take();
-            drop(p);
-            let alive = pool.counts.alive.fetch_add(1, Ordering::AcqRel);
-            let guard = AliveGuard(pool.counts.clone());
-            if alive >= pool.config.max {
-                return refuse(
-                    "worker_pool_exhausted",
-                    format!(
-                        "all {} {} workers are busy; try again shortly",
-                        pool.config.max,
-                        pool.wrapper.name()
-                    ),
-                );
-            }
-            let w = match pool.launch().await {
-                Ok(w) => w,
-                Err(e) => {
-                    return refuse(
-                        "worker_unavailable",
-                        format!("could not start a {} worker: {e}", pool.wrapper.name()),
-                    );
-                }
-            };
-            p = Pooled::new(w, guard);
-            p.share = share;
-        }
+        let mut p = match Pool::with_images(pool, p, std::slice::from_ref(&image)).await {
+            Ok(p) => p,
+            Err(e) => return refuse(&e.code, e.message),
+        };
         let waited_ms = started.elapsed().as_secs_f64() * 1e3;
-        let origins: Vec<GrantOrigin> = grants
-            .names()
-            .filter_map(|n| {
-                grants.get(n).map(|g| GrantOrigin {
-                    name: n.to_owned(),
-                    scheme: g.profile.origin.scheme.clone(),
-                    authority: g.profile.origin.authority.clone(),
-                })
-            })
-            .collect();
+        let origins = origins_of(&grants);
         let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms);
         let broker = RunBroker::new(pool.runtime.broker().clone(), grants, env, deadline);
         let outcome = p
@@ -1093,6 +1111,21 @@ impl Pool {
         r.usage.worker_wait_ms = Some(waited_ms);
         r
     }
+}
+
+/// What a worker may know of `grants`: each one's name and origin, for
+/// routing `wasi:http` requests. Never a credential.
+fn origins_of(grants: &GrantSet) -> Vec<GrantOrigin> {
+    grants
+        .names()
+        .filter_map(|n| {
+            grants.get(n).map(|g| GrantOrigin {
+                name: n.to_owned(),
+                scheme: g.profile.origin.scheme.clone(),
+                authority: g.profile.origin.authority.clone(),
+            })
+        })
+        .collect()
 }
 
 /// Re-caps what a worker reported: its outputs and artifacts must fit the

@@ -189,6 +189,23 @@ pub enum ToWorker {
         envelope: Envelope,
         grants: Vec<GrantOrigin>,
     },
+    /// Open this worker's one session: the interpreters `guests` over one
+    /// fresh workspace, `start` of them started now. The worker is
+    /// dedicated to the session and retired with it.
+    OpenSession {
+        guests: Vec<GuestImage>,
+        start: Vec<usize>,
+        keep_on_failure: bool,
+        envelope: Envelope,
+    },
+    /// Evaluate `request.code` in the session's interpreter `index`.
+    Eval {
+        index: usize,
+        run_id: String,
+        request: RunRequest,
+        envelope: Envelope,
+        grants: Vec<GrantOrigin>,
+    },
     /// The answer to a [`FromWorker::BrokerCall`].
     BrokerReply {
         seq: u64,
@@ -219,6 +236,20 @@ pub enum FromWorker {
     /// worker whose boot changed between runs is retired).
     Done {
         result: RunResult,
+        #[serde(default)]
+        boot_id: String,
+    },
+    /// The answer to `OpenSession`: the session is open.
+    SessionOpened,
+    /// A typed refusal of `OpenSession` (an interpreter did not start).
+    Refused { code: String, message: String },
+    /// The answer to `Eval`: the evaluation's result, what became of its
+    /// interpreter, whether the session ended with it, and the boot id.
+    Evaluated {
+        result: RunResult,
+        interpreter_started: bool,
+        interpreter_ended: bool,
+        ended: bool,
         #[serde(default)]
         boot_id: String,
     },

@@ -11,6 +11,7 @@ use crate::broker::RemoteLink;
 use crate::engine::EngineOptions;
 use crate::executor::{BrokerSide, execute_with};
 use crate::guest::Guest;
+use crate::live_session::LocalSession;
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::tier::{Evidence, Isolation, Tier};
 use crate::worker::observe::{WORK_ROOT, observe};
@@ -197,6 +198,7 @@ pub fn main() -> std::process::ExitCode {
     };
     let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
     let seq = Arc::new(AtomicU64::new(1));
+    let mut session: Option<LocalSession> = None;
     runtime.block_on(async move {
         loop {
             let Some(msg) = rx.recv().await else {
@@ -217,77 +219,107 @@ pub fn main() -> std::process::ExitCode {
                     envelope,
                     grants,
                 } => {
-                    let g = match guests.get(&guest.path) {
-                        Some(g) => g.clone(),
-                        None => match rt.load_trusted_image(
-                            std::path::Path::new(&guest.path),
-                            &guest.hash,
-                            &guest.family,
-                        ) {
-                            Ok(g) => g,
-                            Err(e) => return fail(&out, &format!("guest image: {e}")),
-                        },
+                    let g = match guest_for(&rt, &guests, &guest) {
+                        Ok(g) => g,
+                        Err(e) => return fail(&out, &e),
                     };
-                    let link = Arc::new(Link {
-                        out: stdout.clone(),
-                        pending: pending.clone(),
-                        seq: seq.clone(),
-                    });
-                    // The supervisor replaces this with its own isolation.
-                    let iso = Isolation {
-                        tier: Tier::Process,
-                        provider: "worker".into(),
-                        wrapper: None,
-                        evidence: Evidence {
-                            observed_at_unix: 0,
-                            summary: String::new(),
-                            checks: Vec::new(),
-                            worker: None,
-                        },
-                    };
+                    let side = remote_side(&stdout, &pending, &seq, grants);
                     let run = execute_with(
                         &rt,
                         &g,
                         &request,
                         &envelope,
-                        BrokerSide::Remote {
-                            link,
-                            origins: grants,
-                        },
-                        iso,
+                        side,
+                        placeholder_isolation(),
                         run_id,
                     );
-                    tokio::pin!(run);
-                    let result = loop {
-                        tokio::select! {
-                            r = &mut run => break r,
-                            m = rx.recv() => match m {
-                                Some(ToWorker::BrokerReply { seq, result }) => {
-                                    let tx = pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&seq);
-                                    if let Some(tx) = tx {
-                                        let _ = tx.send(result.map(Into::into).map_err(|e: WireCallError| e.into()));
-                                    }
-                                }
-                                // Anything else mid-run, or a closed pipe:
-                                // stop.
-                                _ => return std::process::ExitCode::from(3),
-                            }
-                        }
+                    let Some(result) = pump(run, &mut rx, &pending).await else {
+                        return std::process::ExitCode::from(3);
                     };
-                    // Calls the run left unanswered are forgotten: their
-                    // replies, if any come, match nothing.
-                    pending.lock().unwrap_or_else(|p| p.into_inner()).clear();
-                    if !out.send(&FromWorker::Done {
-                        result,
-                        boot_id: crate::worker::observe::boot_id(),
-                    }) {
+                    if !finish(
+                        &out,
+                        &pending,
+                        FromWorker::Done {
+                            result,
+                            boot_id: crate::worker::observe::boot_id(),
+                        },
+                    ) {
                         return std::process::ExitCode::from(3);
                     }
-                    let _ = std::io::stdout().flush();
-                    // The instance is torn down before the next run starts
-                    // (after the result is on its way), so that it never
-                    // shares the engine's slots with it.
-                    crate::reaper::flush(std::time::Duration::from_secs(2));
+                }
+                ToWorker::OpenSession {
+                    guests: images,
+                    start,
+                    keep_on_failure,
+                    envelope,
+                } => {
+                    if session.is_some() {
+                        return fail(&out, "a worker keeps one session");
+                    }
+                    let mut list = Vec::with_capacity(images.len());
+                    for img in images.iter().take(16) {
+                        match guest_for(&rt, &guests, img) {
+                            Ok(g) => list.push(g),
+                            Err(e) => return fail(&out, &e),
+                        }
+                    }
+                    let opened = LocalSession::open(&rt, list, &start, keep_on_failure, &envelope);
+                    let Some(opened) = pump(opened, &mut rx, &pending).await else {
+                        return std::process::ExitCode::from(3);
+                    };
+                    let reply = match opened {
+                        Ok(s) => {
+                            session = Some(s);
+                            FromWorker::SessionOpened
+                        }
+                        Err(e) => FromWorker::Refused {
+                            code: e.code,
+                            message: e.message,
+                        },
+                    };
+                    if !out.send(&reply) {
+                        return std::process::ExitCode::from(3);
+                    }
+                }
+                ToWorker::Eval {
+                    index,
+                    run_id,
+                    request,
+                    envelope,
+                    grants,
+                } => {
+                    let Some(live) = session.as_mut() else {
+                        return fail(&out, "no session is open in this worker");
+                    };
+                    let side = remote_side(&stdout, &pending, &seq, grants);
+                    let step = live.eval_with(
+                        index,
+                        &request,
+                        &envelope,
+                        side,
+                        placeholder_isolation(),
+                        run_id,
+                    );
+                    let Some(step) = pump(step, &mut rx, &pending).await else {
+                        return std::process::ExitCode::from(3);
+                    };
+                    let ended = step.end.is_some();
+                    if ended {
+                        session = None;
+                    }
+                    if !finish(
+                        &out,
+                        &pending,
+                        FromWorker::Evaluated {
+                            result: step.result,
+                            interpreter_started: step.interpreter_started,
+                            interpreter_ended: step.interpreter_ended,
+                            ended,
+                            boot_id: crate::worker::observe::boot_id(),
+                        },
+                    ) {
+                        return std::process::ExitCode::from(3);
+                    }
                 }
                 // A reply to a call of a run that has ended.
                 ToWorker::BrokerReply { .. } => {}
@@ -297,4 +329,90 @@ pub fn main() -> std::process::ExitCode {
             }
         }
     })
+}
+
+/// The guest at `img`: loaded at start, or now.
+fn guest_for(
+    rt: &Runtime,
+    loaded: &HashMap<String, Guest>,
+    img: &crate::worker::protocol::GuestImage,
+) -> Result<Guest, String> {
+    match loaded.get(&img.path) {
+        Some(g) => Ok(g.clone()),
+        None => rt
+            .load_trusted_image(std::path::Path::new(&img.path), &img.hash, &img.family)
+            .map_err(|e| format!("guest image: {e}")),
+    }
+}
+
+/// The broker side of one run or evaluation: calls cross to the
+/// supervisor.
+fn remote_side(
+    stdout: &Arc<Mutex<std::io::Stdout>>,
+    pending: &Pending,
+    seq: &Arc<AtomicU64>,
+    origins: Vec<crate::worker::protocol::GrantOrigin>,
+) -> BrokerSide {
+    BrokerSide::Remote {
+        link: Arc::new(Link {
+            out: stdout.clone(),
+            pending: pending.clone(),
+            seq: seq.clone(),
+        }),
+        origins,
+    }
+}
+
+/// The supervisor replaces this with its own isolation.
+fn placeholder_isolation() -> Isolation {
+    Isolation {
+        tier: Tier::Process,
+        provider: "worker".into(),
+        wrapper: None,
+        evidence: Evidence {
+            observed_at_unix: 0,
+            summary: String::new(),
+            checks: Vec::new(),
+            worker: None,
+        },
+    }
+}
+
+/// Drives `fut` while answering the guest's pending broker calls with the
+/// supervisor's replies. `None` when the supervisor hung up or sent
+/// anything else mid-run.
+async fn pump<F: std::future::Future>(
+    fut: F,
+    rx: &mut tokio::sync::mpsc::Receiver<ToWorker>,
+    pending: &Pending,
+) -> Option<F::Output> {
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            r = &mut fut => return Some(r),
+            m = rx.recv() => match m {
+                Some(ToWorker::BrokerReply { seq, result }) => {
+                    let tx = pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&seq);
+                    if let Some(tx) = tx {
+                        let _ = tx.send(result.map(Into::into).map_err(|e: WireCallError| e.into()));
+                    }
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// Sends a run's or an evaluation's last frame, forgets the calls it left
+/// unanswered (their replies, if any come, match nothing), and tears the
+/// finished instance down before the next frame is read, so that it never
+/// shares the engine's slots with the next run.
+fn finish(out: &Out, pending: &Pending, last: FromWorker) -> bool {
+    pending.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    if !out.send(&last) {
+        return false;
+    }
+    let _ = std::io::stdout().flush();
+    crate::reaper::flush(std::time::Duration::from_secs(2));
+    true
 }

@@ -68,6 +68,7 @@ impl End {
             S::Failed => End::MainProcessEnded,
             S::Replaced => End::Replaced,
             S::Shutdown => End::Shutdown,
+            S::BoundaryFailed => End::BoundaryFailed,
         }
     }
 }
