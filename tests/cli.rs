@@ -368,6 +368,46 @@ fn scripts_and_the_repl_run_python() {
     assert_eq!(text(&out.stdout), "42\n");
 }
 
+/// `plimsoll repl --provider wasm+gvisor`: a session at the kernel tier,
+/// its state kept in one gVisor worker across cells.
+#[test]
+fn the_repl_keeps_state_inside_gvisor() {
+    let have_runsc = Command::new("runsc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_runsc {
+        eprintln!("SKIP: runsc (gVisor) is missing here; .ci/run installs it");
+        return;
+    }
+    let state = tempfile::tempdir().expect("tempdir");
+    let mut c = plimsoll();
+    c.args(["repl", "--provider", "wasm+gvisor", "--language", "python"])
+        .arg("--state-dir")
+        .arg(state.path())
+        .env("PLIMSOLL_WORKER_BIN", env!("CARGO_BIN_EXE_plimsoll-worker"))
+        .env("PLIMSOLL_WORKER_POOL", "1")
+        .env(
+            "PLIMSOLL_PYTHON_COMPONENT",
+            guests_dir().join("python.wasm"),
+        )
+        .env("PLIMSOLL_CACHE_DIR", shared_cache_dir())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().expect("spawn repl");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(b"x = 20\nx * 2 + 2\n")
+            .expect("write cells");
+    }
+    let out = child.wait_with_output().expect("repl output");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "42\n", "{}", text(&out.stderr));
+}
+
 /// `plimsoll preinit`: a component without the initialization export is a
 /// clear error and writes nothing; the shipped JavaScript guest can be
 /// snapshotted again and the result runs.

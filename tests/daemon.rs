@@ -706,6 +706,81 @@ fn sessions_keep_state_belong_to_their_caller_and_are_capped() {
     assert!(audit.contains("\"event\":\"session_close\""));
 }
 
+/// Behind bubblewrap, over REST: each caller's runs share a worker that is
+/// only theirs (checked from the evidence), and sessions keep state in a
+/// worker of their caller's.
+#[test]
+fn behind_bwrap_workers_and_sessions_belong_to_one_caller() {
+    let bwrap_ok = Command::new("bwrap")
+        .args(["--unshare-user", "--ro-bind", "/", "/", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !bwrap_ok {
+        eprintln!("SKIP: bubblewrap is missing or cannot create namespaces; .ci/run installs it");
+        return;
+    }
+    let d = Setup::new(None)
+        .set("SANDBOX_PROVIDER", "wasm+bwrap")
+        .set("PLIMSOLL_WORKER_POOL", "1")
+        .start();
+    let code = r#"{"language": "python", "code": "1+1"}"#;
+    let worker = |r: &Resp| {
+        assert_eq!(r.status, 200, "{}", r.body);
+        let j = r.json();
+        assert_eq!(j["status"], "ok", "{}", r.body);
+        assert_eq!(j["isolation"]["tier"], "container", "{}", r.body);
+        let w = &j["isolation"]["evidence"]["worker"];
+        (
+            w["worker_id"].as_str().expect("worker id").to_owned(),
+            w["caller"].as_str().expect("caller").to_owned(),
+            w["runs_before"].as_u64().expect("runs before"),
+        )
+    };
+    let a1 = worker(&run(&d, ALICE, code));
+    let a2 = worker(&run(&d, ALICE, code));
+    let b1 = worker(&run(&d, BOB, code));
+    assert_eq!(
+        (a1.1.as_str(), a2.1.as_str(), b1.1.as_str()),
+        ("alice", "alice", "bob")
+    );
+    assert_eq!(a1.0, a2.0, "alice's runs reuse her worker");
+    assert_eq!(a2.2, a1.2 + 1);
+    assert_ne!(a1.0, b1.0, "bob never gets alice's worker");
+
+    let r = call(
+        d.addr,
+        "POST",
+        "/v1/sessions",
+        Some(ALICE),
+        Some(r#"{"language": "python"}"#),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["session_id"].as_str().expect("id").to_string();
+    let path = format!("/v1/sessions/{id}/runs");
+    let r = call(
+        d.addr,
+        "POST",
+        &path,
+        Some(ALICE),
+        Some(r#"{"code": "x = 41"}"#),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(
+        d.addr,
+        "POST",
+        &path,
+        Some(ALICE),
+        Some(r#"{"code": "x + 1"}"#),
+    );
+    assert_eq!(r.json()["result"], "42", "{}", r.body);
+    assert_eq!(
+        r.json()["isolation"]["evidence"]["worker"]["caller"],
+        "alice"
+    );
+    let r = call(d.addr, "POST", &path, Some(BOB), Some(r#"{"code": "x"}"#));
+    assert_eq!(r.status, 404, "{}", r.body);
+}
+
 // ------------------------------------------------------------------- floor
 
 #[test]
