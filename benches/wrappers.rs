@@ -71,6 +71,31 @@ fn runs(rt: &tokio::runtime::Runtime, s: &Sandbox, lang: Language, n: usize, gap
     p50(lat)
 }
 
+/// `n` evaluations of `1+1` in one session, each after `gap`.
+fn evals(
+    rt: &tokio::runtime::Runtime,
+    s: &Sandbox,
+    lang: Language,
+    n: usize,
+    gap: Duration,
+) -> f64 {
+    let open = RunRequest::code(lang, "");
+    let info = rt
+        .block_on(s.open_session("bench", &open))
+        .expect("open a session");
+    let req = RunRequest::code(lang, "1+1");
+    let mut lat = Vec::new();
+    for _ in 0..n {
+        std::thread::sleep(gap);
+        let t = Instant::now();
+        let r = rt.block_on(s.run_in_session("bench", &info.session_id, &req));
+        assert_eq!(r.status, Status::Ok, "{:?}", r.error);
+        lat.push(t.elapsed());
+    }
+    s.close_session("bench", &info.session_id);
+    p50(lat)
+}
+
 fn command(n: usize, argv: &[&str]) -> f64 {
     let mut lat = Vec::new();
     for _ in 0..n {
@@ -128,6 +153,12 @@ fn main() {
             runs(&rt, s, Language::Python, n, gap),
         )
     };
+    let sessions = |s: &Sandbox, n: usize, gap: Duration| {
+        (
+            evals(&rt, s, Language::Javascript, n, gap),
+            evals(&rt, s, Language::Python, n, gap),
+        )
+    };
     let (ij, ip) = both(&inproc, n, gap);
     row("`wasm` (in-process, tier process), spaced", ij, ip);
     let (ibj, ibp) = both(&inproc, n, b2b);
@@ -142,6 +173,10 @@ fn main() {
     let (wbj, wbp) = both(&bound, n, b2b);
     row("`wasm+bwrap`, the caller's worker, back to back", wbj, wbp);
     row("bwrap over in-process, back to back", wbj - ibj, wbp - ibp);
+    let (sj, sp) = sessions(&inproc, n, gap);
+    row("session evaluation, `wasm` (in-process)", sj, sp);
+    let (sj, sp) = sessions(&bound, n, gap);
+    row("session evaluation, `wasm+bwrap`", sj, sp);
     let (fj, fp) = both(&fresh, n, gap);
     row(
         "`wasm+bwrap`, a fresh warm worker per run (max runs 1)",
@@ -160,6 +195,8 @@ fn main() {
     let (gbj, gbp) = both(&gvisor, n, b2b);
     row("`wasm+gvisor`, the caller's worker, back to back", gbj, gbp);
     row("gVisor over in-process, back to back", gbj - ibj, gbp - ibp);
+    let (sj, sp) = sessions(&gvisor, n, gap);
+    row("session evaluation, `wasm+gvisor`", sj, sp);
     let (gfj, gfp) = both(&gvisor_fresh, n, Duration::from_millis(400));
     row(
         "`wasm+gvisor`, a fresh warm worker per run (max runs 1, 400 ms apart)",
@@ -242,6 +279,12 @@ fn main() {
         &format!("`wasm+microvm` ({accel}), the caller's VM, back to back"),
         vbj,
         vbp,
+    );
+    let (sj, sp) = sessions(&vm, n / 2, gap);
+    row(
+        &format!("session evaluation, `wasm+microvm` ({accel})"),
+        sj,
+        sp,
     );
     drop(vm);
     let vm_fresh = sandbox(ProviderKind::WasmMicrovm, 2, 1, tmp.path());

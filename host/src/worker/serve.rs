@@ -20,26 +20,28 @@ use crate::worker::protocol::{
 };
 use futures::future::BoxFuture;
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 type Pending = Arc<Mutex<HashMap<u64, tokio::sync::oneshot::Sender<Result<Response, CallError>>>>>;
 
+/// The frame pipe to the supervisor, written without a buffer.
+type Fd1 = std::mem::ManuallyDrop<std::fs::File>;
+
 #[derive(Clone)]
-struct Out(Arc<Mutex<std::io::Stdout>>);
+struct Out(Arc<Mutex<Fd1>>);
 
 impl Out {
     fn send(&self, msg: &FromWorker) -> bool {
         let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        write_blocking(&mut *g, msg).is_ok()
+        write_blocking(&mut **g, msg).is_ok()
     }
 }
 
 #[derive(Debug)]
 struct Link {
-    out: Arc<Mutex<std::io::Stdout>>,
+    out: Arc<Mutex<Fd1>>,
     pending: Pending,
     /// Shared by every run of this worker, so that a late reply to an
     /// earlier run's call never matches a later run's.
@@ -62,7 +64,7 @@ impl RemoteLink for Link {
             let sent = {
                 let mut g = self.out.lock().unwrap_or_else(|p| p.into_inner());
                 write_blocking(
-                    &mut *g,
+                    &mut **g,
                     &FromWorker::BrokerCall {
                         seq,
                         api: api.to_owned(),
@@ -118,10 +120,27 @@ fn fail(out: &Out, message: &str) -> std::process::ExitCode {
 /// hangs up.
 pub fn main() -> std::process::ExitCode {
     close_inherited();
-    let stdout = Arc::new(Mutex::new(std::io::stdout()));
+    // Frames go straight to fd 1, one write each: `Stdout` is
+    // line-buffered and would split a frame at every newline byte (each
+    // write is a system call, dear under a user-space kernel). No new
+    // descriptor: the smoke test lists every one the worker holds.
+    let stdout = {
+        use std::os::fd::FromRawFd;
+        // SAFETY: fd 1 is open for the life of the process (the frame
+        // pipe), and `ManuallyDrop` never closes it.
+        let f = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
+        Arc::new(Mutex::new(f))
+    };
     let out = Out(stdout.clone());
-    let mut stdin = std::io::stdin();
-    let (engine, images) = match read_blocking::<ToWorker>(&mut stdin) {
+    // Read unbuffered, so that nothing past `Hello` is taken from the pipe
+    // before it moves to the async reader below.
+    let mut stdin = {
+        use std::os::fd::FromRawFd;
+        // SAFETY: fd 0 is open for the life of the process (the frame
+        // pipe), and `ManuallyDrop` never closes it.
+        std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) })
+    };
+    let (engine, images) = match read_blocking::<ToWorker>(&mut *stdin) {
         Ok(ToWorker::Hello {
             protocol,
             engine,
@@ -181,14 +200,6 @@ pub fn main() -> std::process::ExitCode {
 
     // Frames are read on a thread of their own so that broker replies
     // arrive while the guest runs.
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<ToWorker>(16);
-    std::thread::spawn(move || {
-        while let Ok(msg) = read_blocking::<ToWorker>(&mut stdin) {
-            if tx.blocking_send(msg).is_err() {
-                break;
-            }
-        }
-    });
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -196,6 +207,40 @@ pub fn main() -> std::process::ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&out, &format!("async runtime: {e}")),
     };
+    // Frames are read apart from the main loop, so that broker replies
+    // arrive while the guest runs: on the runtime's own thread when stdin
+    // is a pipe (bubblewrap, gVisor), on a thread of its own otherwise (a
+    // VM's serial port).
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<ToWorker>(16);
+    if stdin_is_fifo() {
+        let _in_runtime = runtime.enter();
+        use std::os::fd::FromRawFd;
+        // SAFETY: fd 0 moves to the receiver; nothing else reads or closes
+        // it from here on (`stdin` above is never used again).
+        let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(0) };
+        match tokio::net::unix::pipe::Receiver::from_owned_fd(owned) {
+            Ok(mut pipe) => {
+                runtime.spawn(async move {
+                    while let Ok(msg) =
+                        crate::worker::protocol::read_async::<ToWorker>(&mut pipe).await
+                    {
+                        if tx.send(msg).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            Err(e) => return fail(&out, &format!("stdin: {e}")),
+        }
+    } else {
+        std::thread::spawn(move || {
+            while let Ok(msg) = read_blocking::<ToWorker>(&mut *stdin) {
+                if tx.blocking_send(msg).is_err() {
+                    break;
+                }
+            }
+        });
+    }
     let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
     let seq = Arc::new(AtomicU64::new(1));
     let mut session: Option<LocalSession> = None;
@@ -239,9 +284,10 @@ pub fn main() -> std::process::ExitCode {
                     if !finish(
                         &out,
                         &pending,
+                        true,
                         FromWorker::Done {
                             result,
-                            boot_id: crate::worker::observe::boot_id(),
+                            boot_id: crate::worker::observe::boot_id_again(),
                         },
                     ) {
                         return std::process::ExitCode::from(3);
@@ -307,15 +353,17 @@ pub fn main() -> std::process::ExitCode {
                     if ended {
                         session = None;
                     }
+                    let dropped = ended || step.interpreter_ended;
                     if !finish(
                         &out,
                         &pending,
+                        dropped,
                         FromWorker::Evaluated {
                             result: step.result,
                             interpreter_started: step.interpreter_started,
                             interpreter_ended: step.interpreter_ended,
                             ended,
-                            boot_id: crate::worker::observe::boot_id(),
+                            boot_id: crate::worker::observe::boot_id_again(),
                         },
                     ) {
                         return std::process::ExitCode::from(3);
@@ -329,6 +377,14 @@ pub fn main() -> std::process::ExitCode {
             }
         }
     })
+}
+
+/// Whether fd 0 is a pipe (which the async runtime can wait on).
+fn stdin_is_fifo() -> bool {
+    // SAFETY: fstat writes into the struct we own.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat on fd 0 with a valid out-pointer.
+    unsafe { libc::fstat(0, &mut st) == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFIFO }
 }
 
 /// The guest at `img`: loaded at start, or now.
@@ -348,7 +404,7 @@ fn guest_for(
 /// The broker side of one run or evaluation: calls cross to the
 /// supervisor.
 fn remote_side(
-    stdout: &Arc<Mutex<std::io::Stdout>>,
+    stdout: &Arc<Mutex<Fd1>>,
     pending: &Pending,
     seq: &Arc<AtomicU64>,
     origins: Vec<crate::worker::protocol::GrantOrigin>,
@@ -404,15 +460,16 @@ async fn pump<F: std::future::Future>(
 }
 
 /// Sends a run's or an evaluation's last frame, forgets the calls it left
-/// unanswered (their replies, if any come, match nothing), and tears the
-/// finished instance down before the next frame is read, so that it never
-/// shares the engine's slots with the next run.
-fn finish(out: &Out, pending: &Pending, last: FromWorker) -> bool {
+/// unanswered (their replies, if any come, match nothing), and, when an
+/// instance was `dropped`, tears it down before the next frame is read, so
+/// that it never shares the engine's slots with the next run.
+fn finish(out: &Out, pending: &Pending, dropped: bool, last: FromWorker) -> bool {
     pending.lock().unwrap_or_else(|p| p.into_inner()).clear();
     if !out.send(&last) {
         return false;
     }
-    let _ = std::io::stdout().flush();
-    crate::reaper::flush(std::time::Duration::from_secs(2));
+    if dropped {
+        crate::reaper::flush(std::time::Duration::from_secs(2));
+    }
     true
 }
