@@ -4,7 +4,12 @@
 //! daemon's RSS and open file descriptors flat, no workspace left on disk.
 //!
 //! `make soak` (`PLIMSOLL_SOAK_RUNS`, default 5000; `PLIMSOLL_SOAK_CLIENTS`,
-//! default 8). Exits non-zero when a check fails.
+//! default 8; `PLIMSOLL_SOAK_PROVIDER`, default `wasm`). One job in a
+//! hundred is a session instead (open, three evaluations that must see the
+//! session's state, close). Under a wrapped provider it also checks, from
+//! every result's evidence, that no worker ever served two callers, and
+//! that the number of workers stays within the pool's cap. Exits non-zero
+//! when a check fails.
 
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
@@ -66,11 +71,21 @@ fn job(i: usize) -> (String, &'static str) {
 }
 
 fn post(addr: SocketAddr, token: &str, body: &str) -> std::io::Result<(u16, String)> {
+    request(addr, "POST", "/v1/runs", token, body)
+}
+
+fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: &str,
+) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect(addr)?;
     s.set_read_timeout(Some(Duration::from_secs(60)))?;
     write!(
         s,
-        "POST /v1/runs HTTP/1.1\r\nHost: soak\r\nConnection: close\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: soak\r\nConnection: close\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )?;
     let mut buf = String::new();
@@ -102,6 +117,87 @@ fn fds(pid: u32) -> usize {
         .unwrap_or(0)
 }
 
+/// One session: open, set `x`, read it back twice, close. `Err` says what
+/// went wrong.
+fn session(addr: SocketAddr, token: &str, i: usize) -> Result<Vec<serde_json::Value>, String> {
+    let lang = if i % 2 == 0 { "python" } else { "javascript" };
+    let (code, status) = request(
+        addr,
+        "POST",
+        "/v1/sessions",
+        token,
+        &format!(r#"{{"language":"{lang}"}}"#),
+    )
+    .map_err(|e| e.to_string())?;
+    if code != 201 {
+        return Err(format!("open: HTTP {code} {status}"));
+    }
+    let v: serde_json::Value = serde_json::from_str(&status).unwrap_or_default();
+    let id = v["session_id"].as_str().ok_or("no session id")?.to_owned();
+    let path = format!("/v1/sessions/{id}/runs");
+    let set = if lang == "python" {
+        format!("x = {i}")
+    } else {
+        format!("globalThis.x = {i}; 0")
+    };
+    let mut results = Vec::new();
+    for (code_text, want) in [
+        (set, None),
+        ("x + 1".to_owned(), Some((i + 1).to_string())),
+        ("x + 2".to_owned(), Some((i + 2).to_string())),
+    ] {
+        let body = serde_json::json!({ "code": code_text }).to_string();
+        let (code, text) = request(addr, "POST", &path, token, &body).map_err(|e| e.to_string())?;
+        let r: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        if code != 200 || r["status"] != "ok" {
+            return Err(format!("evaluation: HTTP {code} {text}"));
+        }
+        if let Some(w) = want
+            && r["result"].as_str() != Some(w.as_str())
+        {
+            return Err(format!("the session lost its state: {text}"));
+        }
+        results.push(r);
+    }
+    let (code, _) = request(addr, "DELETE", &format!("/v1/sessions/{id}"), token, "")
+        .map_err(|e| e.to_string())?;
+    if code != 204 {
+        return Err(format!("close: HTTP {code}"));
+    }
+    Ok(results)
+}
+
+/// `plimsoll-worker` processes under `pid`.
+fn worker_count(pid: u32) -> usize {
+    let parent = |p: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        let rest = stat.rsplit_once(')')?.1;
+        rest.split_whitespace().nth(1)?.parse().ok()
+    };
+    let mut n = 0;
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+        if comm.trim() != "plimsoll-worker" {
+            continue;
+        }
+        let mut up = parent(p);
+        for _ in 0..8 {
+            match up {
+                Some(q) if q == pid => {
+                    n += 1;
+                    break;
+                }
+                Some(q) if q > 1 => up = parent(q),
+                _ => break,
+            }
+        }
+    }
+    n
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         println!("soak: benchmark");
@@ -115,6 +211,8 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(8);
+    let provider = std::env::var("PLIMSOLL_SOAK_PROVIDER").unwrap_or_else(|_| "wasm".into());
+    let wrapped = provider != "wasm";
     let tmp = tempfile::tempdir().expect("tempdir");
     let state = tmp.path().join("state");
     let work = tmp.path().join("work");
@@ -147,7 +245,8 @@ fn main() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_plimsolld"))
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("SANDBOX_PROVIDER", "wasm")
+        .env("SANDBOX_PROVIDER", &provider)
+        .env("SANDBOX_MAX_SESSIONS_PER_CALLER", "16")
         .env("PLIMSOLL_LISTEN", "127.0.0.1:0")
         .env("PLIMSOLL_METRICS_ADDR", "off")
         .env("PLIMSOLL_STATE_DIR", &state)
@@ -182,23 +281,57 @@ fn main() {
     let answered = Arc::new(Mutex::new(Vec::<String>::new()));
     let wrong = Arc::new(Mutex::new(Vec::<String>::new()));
     let lost = Arc::new(AtomicUsize::new(0));
+    // worker id → the callers it served, from the evidence.
+    let served = Arc::new(Mutex::new(std::collections::BTreeMap::<
+        String,
+        BTreeSet<String>,
+    >::new()));
+    let sessions_ok = Arc::new(AtomicUsize::new(0));
+    let sessions_bad = Arc::new(Mutex::new(Vec::<String>::new()));
     let started = Instant::now();
     let mut baseline = None;
     let workers: Vec<_> = (0..clients)
         .map(|c| {
             let (next, answered, wrong, lost) =
                 (next.clone(), answered.clone(), wrong.clone(), lost.clone());
+            let (served, sessions_ok, sessions_bad) =
+                (served.clone(), sessions_ok.clone(), sessions_bad.clone());
+            let note = move |v: &serde_json::Value| {
+                let w = &v["isolation"]["evidence"]["worker"];
+                if let (Some(id), Some(caller)) = (w["worker_id"].as_str(), w["caller"].as_str()) {
+                    served
+                        .lock()
+                        .expect("lock")
+                        .entry(id.to_owned())
+                        .or_default()
+                        .insert(caller.to_owned());
+                }
+            };
             std::thread::spawn(move || {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= n {
                         return;
                     }
+                    if i % 100 == 50 {
+                        match session(addr, TOKENS[(i + c) % 3], i) {
+                            Ok(results) => {
+                                results.iter().for_each(&note);
+                                sessions_ok.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(e) => sessions_bad
+                                .lock()
+                                .expect("lock")
+                                .push(format!("job {i}: {e}")),
+                        }
+                        continue;
+                    }
                     let (body, want) = job(i);
                     match post(addr, TOKENS[(i + c) % 3], &body) {
                         Ok((200, text)) => {
                             let v: serde_json::Value =
                                 serde_json::from_str(&text).unwrap_or_default();
+                            note(&v);
                             if let Some(id) = v["run_id"].as_str() {
                                 answered.lock().expect("lock").push(id.to_string());
                             }
@@ -226,9 +359,16 @@ fn main() {
         std::thread::sleep(Duration::from_millis(50));
     }
     baseline.get_or_insert((rss_kib(pid), fds(pid)));
+    let workers0 = worker_count(pid);
+    let mut workers_max = workers0;
+    while workers.iter().any(|w| !w.is_finished()) {
+        workers_max = workers_max.max(worker_count(pid));
+        std::thread::sleep(Duration::from_millis(200));
+    }
     for w in workers {
         let _ = w.join();
     }
+    let workers1 = worker_count(pid);
     let wall = started.elapsed();
     std::thread::sleep(Duration::from_millis(500));
     let (rss0, fd0) = baseline.unwrap_or((0, 0));
@@ -252,11 +392,21 @@ fn main() {
     let wrong = wrong.lock().expect("lock").clone();
     let lost = lost.load(Ordering::Relaxed);
     let rss_growth_mib = (rss1 as f64 - rss0 as f64) / 1024.0;
-    let checks = [
+    let sessions_want = (0..n).filter(|i| i % 100 == 50).count();
+    let runs_want = n - sessions_want;
+    let served = served.lock().expect("lock").clone();
+    let shared: Vec<&String> = served
+        .iter()
+        .filter(|(_, callers)| callers.len() > 1)
+        .map(|(id, _)| id)
+        .collect();
+    let sessions_bad = sessions_bad.lock().expect("lock").clone();
+    let sessions_ok = sessions_ok.load(Ordering::Relaxed);
+    let mut checks = vec![
         (
             "every run answered",
-            lost == 0 && answered.len() == n,
-            format!("{} of {n} answered, {lost} lost", answered.len()),
+            lost == 0 && answered.len() == runs_want,
+            format!("{} of {runs_want} answered, {lost} lost", answered.len()),
         ),
         (
             "every outcome as expected",
@@ -294,9 +444,36 @@ fn main() {
             leftover == 0,
             format!("{leftover} entries under the work dir"),
         ),
+        (
+            "every session kept its state",
+            sessions_bad.is_empty() && sessions_ok == sessions_want,
+            format!(
+                "{sessions_ok} of {sessions_want}{}",
+                sessions_bad
+                    .first()
+                    .map(|w| format!(", first failure: {w}"))
+                    .unwrap_or_default()
+            ),
+        ),
     ];
+    if wrapped {
+        checks.push((
+            "no worker served two callers (from the evidence)",
+            shared.is_empty() && !served.is_empty(),
+            format!(
+                "{} workers seen, {} served two callers",
+                served.len(),
+                shared.len()
+            ),
+        ));
+        checks.push((
+            "worker count flat (≤ PLIMSOLL_WORKER_MAX = 16)",
+            workers_max <= 16 && workers1 <= 16,
+            format!("{workers0} after warm-up, at most {workers_max}, {workers1} at the end"),
+        ));
+    }
     println!(
-        "soak: {n} runs (one in five hostile), {clients} clients, 3 callers, {:.1} s, {:.0} runs/s",
+        "soak ({provider}): {runs_want} runs (one in five hostile) and {sessions_want} sessions, {clients} clients, 3 callers, {:.1} s, {:.0} jobs/s",
         wall.as_secs_f64(),
         n as f64 / wall.as_secs_f64()
     );
