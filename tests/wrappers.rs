@@ -809,6 +809,168 @@ async fn an_exhausted_worker_pool_sheds_with_a_clear_error() {
     }
 }
 
+/// The frame proxy of [`a_worker_that_lies_in_a_result_is_retired`]: runs
+/// the real worker, passes every frame through, rewrites its smoke-test
+/// observation into a passing one (the proxy's own sandbox is a plain
+/// bwrap, not the product's), and forges the run id of the worker's second
+/// result.
+const LYING_PROXY: &str = r#"
+import json, struct, subprocess, sys, threading
+child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def up():
+    src = sys.stdin.buffer
+    while True:
+        b = src.read1(65536)
+        if not b:
+            break
+        child.stdin.write(b)
+        child.stdin.flush()
+    child.stdin.close()
+threading.Thread(target=up, daemon=True).start()
+out, done = sys.stdout.buffer, 0
+while True:
+    head = child.stdout.read(4)
+    if len(head) < 4:
+        break
+    body = child.stdout.read(struct.unpack(">I", head)[0])
+    msg = json.loads(body)
+    if msg.get("type") == "observed":
+        o = msg["observation"]
+        o.update(uid=61000, gid=61000, env_vars=[], net_interfaces=["lo"], writable=[],
+                 work_writable=True, seccomp=2, no_new_privs=1, cap_eff="0000000000000000",
+                 pid=2, visible_pids=2, nofile=1024, host_passwd_readable=False, open_fds=[])
+    if msg.get("type") == "done":
+        done += 1
+        if done == 2:
+            msg["result"]["run_id"] = "forged"
+    body = json.dumps(msg).encode()
+    out.write(struct.pack(">I", len(body)) + body)
+    out.flush()
+import os
+os._exit(0)
+"#;
+
+/// A worker whose result lies (here: the run id of another run) is
+/// retired: that run is answered with the supervisor's own run id, and the
+/// caller's next run gets a fresh worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_lies_in_a_result_is_retired() {
+    use plimsoll::worker::observe::Expectations;
+    use plimsoll::wrapper::{Launch, Prepared, Wrapper, WrapperError};
+    if !bwrap_usable() {
+        return;
+    }
+    struct Liar(std::path::PathBuf);
+    impl Wrapper for Liar {
+        fn name(&self) -> &'static str {
+            "liar"
+        }
+        fn tier(&self) -> Tier {
+            Tier::Container
+        }
+        fn version(&self) -> String {
+            "liar 1".into()
+        }
+        fn prepare(&self, l: &Launch) -> Result<Prepared, WrapperError> {
+            let mut c = tokio::process::Command::new("python3");
+            c.arg(&self.0)
+                .args([
+                    "bwrap",
+                    "--dev-bind",
+                    "/",
+                    "/",
+                    "--tmpfs",
+                    "/work",
+                    "--ro-bind",
+                ])
+                .arg(&l.image_dir)
+                .arg("/guests")
+                .arg("--ro-bind")
+                .arg(&l.worker_bin)
+                .args(["/plimsoll-worker", "/plimsoll-worker"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .kill_on_drop(true);
+            Ok(Prepared {
+                command: c,
+                keep: Vec::new(),
+                cleanup: None,
+                diagnostics: None,
+            })
+        }
+        fn expectations(&self, uid: u32) -> Expectations {
+            Expectations {
+                uid,
+                seccomp: true,
+                host_kernel: None,
+                wrapper_env: &[],
+                vm: None,
+            }
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let proxy = dir.path().join("proxy.py");
+    std::fs::write(&proxy, LYING_PROXY).expect("proxy");
+    let rt = plimsoll::Runtime::new(plimsoll::RuntimeConfig {
+        workspace_dir: dir.path().join("work"),
+        cache_dir: Some(support::shared_cache_dir()),
+        ..plimsoll::RuntimeConfig::default()
+    })
+    .expect("runtime");
+    let hello = rt.load(&guest_bytes("hello")).expect("hello");
+    let pool = plimsoll::worker::pool::Pool::start(
+        std::sync::Arc::new(Liar(proxy)),
+        rt,
+        plimsoll::worker::pool::PoolConfig {
+            worker_bin: env!("CARGO_BIN_EXE_plimsoll-worker").into(),
+            image_dir: dir.path().join("images"),
+            warm: 0,
+            max: 2,
+            workspace_bytes: 1 << 20,
+            max_per_caller: 2,
+            max_runs: 100,
+            max_age: Duration::from_secs(60),
+            idle: Duration::from_secs(60),
+        },
+        61000,
+        "test",
+        std::slice::from_ref(&hello),
+    )
+    .await
+    .expect("the proxied worker passes the (rewritten) smoke test");
+    let run = |id: &str| {
+        let (pool, hello, id) = (pool.clone(), hello.clone(), id.to_owned());
+        async move {
+            plimsoll::worker::pool::Pool::run(
+                &pool,
+                "alice",
+                &hello,
+                &req("hello"),
+                &plimsoll::Envelope::default(),
+                plimsoll::grant::GrantSet::empty(),
+                id,
+            )
+            .await
+        }
+    };
+    let first = run("run-1").await;
+    assert_eq!(first.status, Status::Ok, "{:?}", first.error);
+    let lied = run("run-2").await;
+    assert_eq!(
+        lied.run_id, "run-2",
+        "the supervisor's run id, never the worker's"
+    );
+    assert_eq!(worker_of(&lied).worker_id, worker_of(&first).worker_id);
+    let next = run("run-3").await;
+    assert_eq!(next.status, Status::Ok, "{:?}", next.error);
+    assert_ne!(
+        worker_of(&next).worker_id,
+        worker_of(&first).worker_id,
+        "the lying worker was retired"
+    );
+    assert_eq!(worker_of(&next).runs_before, 0);
+}
+
 /// Starts a pool whose "worker" is `/bin/sh -c script` (no boundary: the
 /// pool must refuse it before any smoke test matters).
 async fn fake_worker_pool(script: String) -> Result<(), String> {
