@@ -120,7 +120,11 @@ fn fds(pid: u32) -> usize {
 /// One session: open, set `x`, read it back twice, close. `Err` says what
 /// went wrong.
 fn session(addr: SocketAddr, token: &str, i: usize) -> Result<Vec<serde_json::Value>, String> {
-    let lang = if i.is_multiple_of(2) { "python" } else { "javascript" };
+    let lang = if i.is_multiple_of(2) {
+        "python"
+    } else {
+        "javascript"
+    };
     let (code, status) = request(
         addr,
         "POST",

@@ -8,6 +8,7 @@ mod support;
 
 use plimsoll::envelope::Limits;
 use plimsoll::provider::WorkerConfig;
+use plimsoll::worker::pool::PoolConfig;
 use plimsoll::wrapper::microvm::MicrovmSettings;
 use plimsoll::{Language, ProviderKind, RunRequest, Sandbox, Status, Tier};
 use std::sync::OnceLock;
@@ -809,6 +810,79 @@ async fn an_exhausted_worker_pool_sheds_with_a_clear_error() {
     }
 }
 
+/// A test wrapper with no boundary of its own: the command `argv` builds
+/// from the launch, started as is, claiming the container tier and judged
+/// against the uid and a seccomp filter (which the worker behind it must
+/// report, truly or not).
+struct Scripted {
+    name: &'static str,
+    argv: Box<dyn Fn(&plimsoll::wrapper::Launch) -> Vec<std::ffi::OsString> + Send + Sync>,
+}
+
+impl plimsoll::wrapper::Wrapper for Scripted {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn tier(&self) -> Tier {
+        Tier::Container
+    }
+    fn version(&self) -> String {
+        format!("{} 1", self.name)
+    }
+    fn prepare(
+        &self,
+        l: &plimsoll::wrapper::Launch,
+    ) -> Result<plimsoll::wrapper::Prepared, plimsoll::wrapper::WrapperError> {
+        let argv = (self.argv)(l);
+        let (program, args) = argv.split_first().expect("a command");
+        let mut c = tokio::process::Command::new(program);
+        c.args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        Ok(plimsoll::wrapper::Prepared {
+            command: c,
+            keep: Vec::new(),
+            cleanup: None,
+            diagnostics: None,
+        })
+    }
+    fn expectations(&self, uid: u32) -> plimsoll::worker::observe::Expectations {
+        plimsoll::worker::observe::Expectations {
+            uid,
+            seccomp: true,
+            host_kernel: None,
+            wrapper_env: &[],
+            vm: None,
+        }
+    }
+}
+
+fn scripted(
+    name: &'static str,
+    argv: impl Fn(&plimsoll::wrapper::Launch) -> Vec<std::ffi::OsString> + Send + Sync + 'static,
+) -> std::sync::Arc<dyn plimsoll::wrapper::Wrapper> {
+    std::sync::Arc::new(Scripted {
+        name,
+        argv: Box::new(argv),
+    })
+}
+
+/// A pool of one worker at a time, one run per worker, its images in `dir`.
+fn test_pool_config(dir: &std::path::Path) -> PoolConfig {
+    PoolConfig {
+        worker_bin: env!("CARGO_BIN_EXE_plimsoll-worker").into(),
+        image_dir: dir.join("images"),
+        warm: 0,
+        max: 1,
+        workspace_bytes: 1 << 20,
+        max_per_caller: 1,
+        max_runs: 1,
+        max_age: Duration::from_secs(60),
+        idle: Duration::from_secs(60),
+    }
+}
+
 /// The frame proxy of [`a_worker_that_lies_in_a_result_is_retired`]: runs
 /// the real worker, passes every frame through, rewrites its smoke-test
 /// observation into a passing one (the proxy's own sandbox is a plain
@@ -855,58 +929,8 @@ os._exit(0)
 /// caller's next run gets a fresh worker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_that_lies_in_a_result_is_retired() {
-    use plimsoll::worker::observe::Expectations;
-    use plimsoll::wrapper::{Launch, Prepared, Wrapper, WrapperError};
     if !bwrap_usable() {
         return;
-    }
-    struct Liar(std::path::PathBuf);
-    impl Wrapper for Liar {
-        fn name(&self) -> &'static str {
-            "liar"
-        }
-        fn tier(&self) -> Tier {
-            Tier::Container
-        }
-        fn version(&self) -> String {
-            "liar 1".into()
-        }
-        fn prepare(&self, l: &Launch) -> Result<Prepared, WrapperError> {
-            let mut c = tokio::process::Command::new("python3");
-            c.arg(&self.0)
-                .args([
-                    "bwrap",
-                    "--dev-bind",
-                    "/",
-                    "/",
-                    "--tmpfs",
-                    "/work",
-                    "--ro-bind",
-                ])
-                .arg(&l.image_dir)
-                .arg("/guests")
-                .arg("--ro-bind")
-                .arg(&l.worker_bin)
-                .args(["/plimsoll-worker", "/plimsoll-worker"])
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .kill_on_drop(true);
-            Ok(Prepared {
-                command: c,
-                keep: Vec::new(),
-                cleanup: None,
-                diagnostics: None,
-            })
-        }
-        fn expectations(&self, uid: u32) -> Expectations {
-            Expectations {
-                uid,
-                seccomp: true,
-                host_kernel: None,
-                wrapper_env: &[],
-                vm: None,
-            }
-        }
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let proxy = dir.path().join("proxy.py");
@@ -918,19 +942,35 @@ async fn a_worker_that_lies_in_a_result_is_retired() {
     })
     .expect("runtime");
     let hello = rt.load(&guest_bytes("hello")).expect("hello");
+    let liar = scripted("liar", move |l| {
+        let mut argv: Vec<std::ffi::OsString> = vec!["python3".into(), proxy.clone().into()];
+        for a in [
+            "bwrap",
+            "--dev-bind",
+            "/",
+            "/",
+            "--tmpfs",
+            "/work",
+            "--ro-bind",
+        ] {
+            argv.push(a.into());
+        }
+        argv.push(l.image_dir.clone().into());
+        argv.push("/guests".into());
+        argv.push("--ro-bind".into());
+        argv.push(l.worker_bin.clone().into());
+        argv.push("/plimsoll-worker".into());
+        argv.push("/plimsoll-worker".into());
+        argv
+    });
     let pool = plimsoll::worker::pool::Pool::start(
-        std::sync::Arc::new(Liar(proxy)),
+        liar,
         rt,
-        plimsoll::worker::pool::PoolConfig {
-            worker_bin: env!("CARGO_BIN_EXE_plimsoll-worker").into(),
-            image_dir: dir.path().join("images"),
-            warm: 0,
+        PoolConfig {
             max: 2,
-            workspace_bytes: 1 << 20,
             max_per_caller: 2,
             max_runs: 100,
-            max_age: Duration::from_secs(60),
-            idle: Duration::from_secs(60),
+            ..test_pool_config(dir.path())
         },
         61000,
         "test",
@@ -974,42 +1014,6 @@ async fn a_worker_that_lies_in_a_result_is_retired() {
 /// Starts a pool whose "worker" is `/bin/sh -c script` (no boundary: the
 /// pool must refuse it before any smoke test matters).
 async fn fake_worker_pool(script: String) -> Result<(), String> {
-    use plimsoll::worker::observe::Expectations;
-    use plimsoll::wrapper::{Launch, Prepared, Wrapper, WrapperError};
-    struct Fake(String);
-    impl Wrapper for Fake {
-        fn name(&self) -> &'static str {
-            "fake"
-        }
-        fn tier(&self) -> Tier {
-            Tier::Container
-        }
-        fn version(&self) -> String {
-            "fake 1".into()
-        }
-        fn prepare(&self, _l: &Launch) -> Result<Prepared, WrapperError> {
-            let mut c = tokio::process::Command::new("/bin/sh");
-            c.args(["-c", &self.0])
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .kill_on_drop(true);
-            Ok(Prepared {
-                command: c,
-                keep: Vec::new(),
-                cleanup: None,
-                diagnostics: None,
-            })
-        }
-        fn expectations(&self, uid: u32) -> Expectations {
-            Expectations {
-                uid,
-                seccomp: true,
-                host_kernel: None,
-                wrapper_env: &[],
-                vm: None,
-            }
-        }
-    }
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let rt = plimsoll::Runtime::new(plimsoll::RuntimeConfig {
         workspace_dir: dir.path().join("work"),
@@ -1018,19 +1022,11 @@ async fn fake_worker_pool(script: String) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     let hello = rt.load(&guest_bytes("hello")).map_err(|e| e.to_string())?;
     plimsoll::worker::pool::Pool::start(
-        std::sync::Arc::new(Fake(script)),
+        scripted("fake", move |_| {
+            vec!["/bin/sh".into(), "-c".into(), script.clone().into()]
+        }),
         rt,
-        plimsoll::worker::pool::PoolConfig {
-            worker_bin: env!("CARGO_BIN_EXE_plimsoll-worker").into(),
-            image_dir: dir.path().join("images"),
-            warm: 0,
-            max: 1,
-            workspace_bytes: 1 << 20,
-            max_per_caller: 1,
-            max_runs: 1,
-            max_age: Duration::from_secs(60),
-            idle: Duration::from_secs(60),
-        },
+        test_pool_config(dir.path()),
         61000,
         "test",
         &[hello],
@@ -1054,45 +1050,6 @@ async fn a_worker_that_lies_about_its_protocol_version_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_that_writes_garbage_is_refused_at_start() {
-    use plimsoll::worker::observe::Expectations;
-    use plimsoll::wrapper::{Launch, Prepared, Wrapper, WrapperError};
-    struct Garbage;
-    impl Wrapper for Garbage {
-        fn name(&self) -> &'static str {
-            "garbage"
-        }
-        fn tier(&self) -> Tier {
-            Tier::Container
-        }
-        fn version(&self) -> String {
-            "garbage 1".into()
-        }
-        fn prepare(&self, _l: &Launch) -> Result<Prepared, WrapperError> {
-            let mut c = tokio::process::Command::new("/bin/sh");
-            c.args([
-                "-c",
-                "cat >/dev/null & printf '\\000\\000\\000\\010notjson!'; sleep 5",
-            ])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true);
-            Ok(Prepared {
-                command: c,
-                keep: Vec::new(),
-                cleanup: None,
-                diagnostics: None,
-            })
-        }
-        fn expectations(&self, uid: u32) -> Expectations {
-            Expectations {
-                uid,
-                seccomp: true,
-                host_kernel: None,
-                wrapper_env: &[],
-                vm: None,
-            }
-        }
-    }
     let dir = tempfile::tempdir().expect("tempdir");
     let rt = plimsoll::Runtime::new(plimsoll::RuntimeConfig {
         workspace_dir: dir.path().join("work"),
@@ -1101,19 +1058,15 @@ async fn a_worker_that_writes_garbage_is_refused_at_start() {
     .expect("runtime");
     let hello = rt.load(&guest_bytes("hello")).expect("hello");
     let started = plimsoll::worker::pool::Pool::start(
-        std::sync::Arc::new(Garbage),
+        scripted("garbage", |_| {
+            vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                "cat >/dev/null & printf '\\000\\000\\000\\010notjson!'; sleep 5".into(),
+            ]
+        }),
         rt,
-        plimsoll::worker::pool::PoolConfig {
-            worker_bin: env!("CARGO_BIN_EXE_plimsoll-worker").into(),
-            image_dir: dir.path().join("images"),
-            warm: 0,
-            max: 1,
-            workspace_bytes: 1 << 20,
-            max_per_caller: 1,
-            max_runs: 1,
-            max_age: Duration::from_secs(60),
-            idle: Duration::from_secs(60),
-        },
+        test_pool_config(dir.path()),
         61000,
         "test",
         &[hello],

@@ -920,23 +920,29 @@ impl Pool {
         if pool.alive() >= pool.config.max {
             pool.evict_for(caller);
         }
-        let alive = pool.counts.alive.fetch_add(1, Ordering::AcqRel);
-        let guard = AliveGuard(pool.counts.clone());
-        if alive >= pool.config.max {
-            return Err(pool.exhausted(format!(
-                "all {} {} workers are busy; try again shortly",
-                pool.config.max,
-                pool.wrapper.name()
-            )));
-        }
-        let w = pool.launch().await.map_err(|e| ErrorInfo {
-            code: "worker_unavailable".into(),
-            message: format!("could not start a {} worker: {e}", pool.wrapper.name()),
-        })?;
+        let mut p = pool.start_now().await?;
         Pool::refill(pool);
-        let mut p = Pooled::new(w, guard);
         p.share = Some(share);
         Ok(p)
+    }
+
+    /// Starts a worker now (smoke test included), within the cap on live
+    /// workers.
+    async fn start_now(&self) -> Result<Pooled, ErrorInfo> {
+        let alive = self.counts.alive.fetch_add(1, Ordering::AcqRel);
+        let guard = AliveGuard(self.counts.clone());
+        if alive >= self.config.max {
+            return Err(self.exhausted(format!(
+                "all {} {} workers are busy; try again shortly",
+                self.config.max,
+                self.wrapper.name()
+            )));
+        }
+        let w = self.launch().await.map_err(|e| ErrorInfo {
+            code: "worker_unavailable".into(),
+            message: format!("could not start a {} worker: {e}", self.wrapper.name()),
+        })?;
+        Ok(Pooled::new(w, guard))
     }
 
     /// Puts `caller`'s worker back for its next run.
@@ -1004,20 +1010,7 @@ impl Pool {
         }
         let share = p.share.take();
         drop(p);
-        let alive = pool.counts.alive.fetch_add(1, Ordering::AcqRel);
-        let guard = AliveGuard(pool.counts.clone());
-        if alive >= pool.config.max {
-            return Err(pool.exhausted(format!(
-                "all {} {} workers are busy; try again shortly",
-                pool.config.max,
-                pool.wrapper.name()
-            )));
-        }
-        let w = pool.launch().await.map_err(|e| ErrorInfo {
-            code: "worker_unavailable".into(),
-            message: format!("could not start a {} worker: {e}", pool.wrapper.name()),
-        })?;
-        let mut p = Pooled::new(w, guard);
+        let mut p = pool.start_now().await?;
         p.share = share;
         Ok(p)
     }
