@@ -816,8 +816,11 @@ async fn an_exhausted_worker_pool_sheds_with_a_clear_error() {
 /// report, truly or not).
 struct Scripted {
     name: &'static str,
-    argv: Box<dyn Fn(&plimsoll::wrapper::Launch) -> Vec<std::ffi::OsString> + Send + Sync>,
+    argv: Box<Argv>,
 }
+
+/// Builds a scripted worker's command line from its launch.
+type Argv = dyn Fn(&plimsoll::wrapper::Launch) -> Vec<std::ffi::OsString> + Send + Sync;
 
 impl plimsoll::wrapper::Wrapper for Scripted {
     fn name(&self) -> &'static str {
