@@ -1910,6 +1910,31 @@ fn the_real_plimsoll_client_drives_the_daemon_over_http_and_tls() {
     );
 }
 
+/// The same client checks against a daemon whose provider is `wasm+bwrap`:
+/// protocol 4 sessions (two interpreters over one workspace) live in a
+/// worker of their caller's.
+#[test]
+fn the_real_plimsoll_client_drives_sessions_behind_bwrap() {
+    let bwrap_ok = Command::new("bwrap")
+        .args(["--unshare-user", "--ro-bind", "/", "/", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !bwrap_ok {
+        eprintln!("SKIP: bubblewrap is missing or cannot create namespaces; .ci/run installs it");
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (_up, addr) = rt.block_on(upstream::start_upstream());
+    let d = Setup::new(Some(addr))
+        .set("SANDBOX_PROVIDER", "wasm+bwrap")
+        .set("PLIMSOLL_WORKER_POOL", "1")
+        .start();
+    run_client_checks(
+        &format!("http://{}", d.addr),
+        &[("PLIMSOLL_SECRET", upstream::STATIC_TOKEN.to_string())],
+    );
+}
+
 /// A Connect call with a request id; `body` is sent as is.
 fn connect_call(d: &Daemon, procedure: &str, id: &str, body: &[u8]) -> Resp {
     let mut raw = format!(

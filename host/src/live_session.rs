@@ -198,7 +198,10 @@ async fn start(
     })
 }
 
-/// A session whose instances live in this process's engine.
+/// A session whose instances live in this process's engine. Dropping it
+/// drops them where it is dropped: the session table hands an ended
+/// session to the reaper thread whole, so that a later run waiting for a
+/// slot waits for exactly that teardown.
 pub struct LocalSession {
     rt: Runtime,
     guests: Vec<Guest>,
@@ -330,15 +333,6 @@ impl LocalSession {
             }
         }
         step
-    }
-}
-
-impl Drop for LocalSession {
-    fn drop(&mut self) {
-        // Instances are torn down off the caller's path.
-        for inst in self.instances.drain(..).flatten() {
-            crate::reaper::reap_instance(inst);
-        }
     }
 }
 

@@ -231,7 +231,12 @@ impl LiveSession for WorkerSession {
                         s.result.isolation.evidence.worker = Some(used);
                         return s;
                     }
-                    let end = if ev.ended || !reusable_after(ev.result.status) {
+                    // A refusal is the worker turning down bad input (a
+                    // file path, say) before anything ran: the session
+                    // lives on, as in-process.
+                    let clean =
+                        reusable_after(ev.result.status) || ev.result.status == Status::Refused;
+                    let end = if ev.ended || !clean {
                         // A trap, or memory or disk exhaustion, retires the
                         // worker, and the session with it.
                         Some(SessionEnd::Failed)
