@@ -706,17 +706,25 @@ fn sessions_keep_state_belong_to_their_caller_and_are_capped() {
     assert!(audit.contains("\"event\":\"session_close\""));
 }
 
+/// Whether bubblewrap can make namespaces here (it says so loudly when
+/// not; CI installs it).
+fn bwrap_usable() -> bool {
+    let ok = Command::new("bwrap")
+        .args(["--unshare-user", "--ro-bind", "/", "/", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIP: bubblewrap is missing or cannot create namespaces; .ci/run installs it");
+    }
+    ok
+}
+
 /// Behind bubblewrap, over REST: each caller's runs share a worker that is
 /// only theirs (checked from the evidence), and sessions keep state in a
 /// worker of their caller's.
 #[test]
 fn behind_bwrap_workers_and_sessions_belong_to_one_caller() {
-    let bwrap_ok = Command::new("bwrap")
-        .args(["--unshare-user", "--ro-bind", "/", "/", "true"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !bwrap_ok {
-        eprintln!("SKIP: bubblewrap is missing or cannot create namespaces; .ci/run installs it");
+    if !bwrap_usable() {
         return;
     }
     let d = Setup::new(None)
@@ -1915,12 +1923,7 @@ fn the_real_plimsoll_client_drives_the_daemon_over_http_and_tls() {
 /// worker of their caller's.
 #[test]
 fn the_real_plimsoll_client_drives_sessions_behind_bwrap() {
-    let bwrap_ok = Command::new("bwrap")
-        .args(["--unshare-user", "--ro-bind", "/", "/", "true"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !bwrap_ok {
-        eprintln!("SKIP: bubblewrap is missing or cannot create namespaces; .ci/run installs it");
+    if !bwrap_usable() {
         return;
     }
     let rt = tokio::runtime::Runtime::new().expect("runtime");
