@@ -271,6 +271,35 @@ async fn max_runs_one_gives_a_fresh_worker_every_run_and_idle_workers_are_retire
         worker_of(&later).worker_id,
         "a worker idle past its idle time is retired"
     );
+    drop(idle);
+
+    // Warm workers that reach their age are replaced: the warm set does
+    // not drain away while no run comes.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let aging = sandbox_in(dir.path(), |c| {
+        c.provider = ProviderKind::WasmBwrap;
+        c.workers = WorkerConfig {
+            image_dir: Some(dir.path().join("images")),
+            max_age: Duration::from_secs(1),
+            ..workers(1, 4)
+        };
+    });
+    let t = Instant::now();
+    while aging.idle_workers() != Some(1) {
+        assert!(t.elapsed() < Duration::from_secs(30), "no warm worker");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let t = Instant::now();
+    while aging.idle_workers() != Some(1) {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the aged warm worker was not replaced"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let r = aging.run(&req("hello")).await;
+    assert_eq!(r.status, Status::Ok, "{:?}", r.error);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -716,7 +716,7 @@ impl Pool {
     }
 
     /// Retires idle workers past their idle time or age, every second,
-    /// for as long as the pool exists.
+    /// for as long as the pool exists, and refills the warm set.
     fn start_sweeper(pool: &Arc<Pool>) {
         let weak = Arc::downgrade(pool);
         pool.handle.spawn(async move {
@@ -726,10 +726,15 @@ impl Pool {
                 tick.tick().await;
                 let Some(pool) = weak.upgrade() else { return };
                 let retired = pool.sweep();
-                drop(pool);
-                // Killing a sandbox may wait on its processes: outside
-                // every lock, and off the pool's own reference.
+                let any = !retired.is_empty();
+                // Killed outside every lock; their places free up here.
                 drop(retired);
+                // Warm workers that reached their age are replaced, so the
+                // warm set does not drain away while no run comes.
+                if any {
+                    Pool::refill(&pool);
+                }
+                drop(pool);
             }
         });
     }
