@@ -706,6 +706,21 @@ fn sessions_keep_state_belong_to_their_caller_and_are_capped() {
     assert!(audit.contains("\"event\":\"session_close\""));
 }
 
+/// Opens a Python session for `token` over REST; its runs' path.
+fn python_session_runs(d: &Daemon, token: &str) -> String {
+    let r = call(
+        d.addr,
+        "POST",
+        "/v1/sessions",
+        Some(token),
+        Some(r#"{"language": "python"}"#),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let v = r.json();
+    let id = v["session_id"].as_str().expect("id");
+    format!("/v1/sessions/{id}/runs")
+}
+
 /// Whether bubblewrap can make namespaces here (it says so loudly when
 /// not; CI installs it).
 fn bwrap_usable() -> bool {
@@ -755,16 +770,7 @@ fn behind_bwrap_workers_and_sessions_belong_to_one_caller() {
     assert_eq!(a2.2, a1.2 + 1);
     assert_ne!(a1.0, b1.0, "bob never gets alice's worker");
 
-    let r = call(
-        d.addr,
-        "POST",
-        "/v1/sessions",
-        Some(ALICE),
-        Some(r#"{"language": "python"}"#),
-    );
-    assert_eq!(r.status, 201, "{}", r.body);
-    let id = r.json()["session_id"].as_str().expect("id").to_string();
-    let path = format!("/v1/sessions/{id}/runs");
+    let path = python_session_runs(&d, ALICE);
     let r = call(
         d.addr,
         "POST",
@@ -1618,16 +1624,7 @@ fn no_error_message_echoes_a_value_from_the_body() {
 #[test]
 fn a_session_run_that_names_another_language_is_refused() {
     let d = Setup::new(None).start();
-    let r = call(
-        d.addr,
-        "POST",
-        "/v1/sessions",
-        Some(ALICE),
-        Some(r#"{"language": "python"}"#),
-    );
-    assert_eq!(r.status, 201, "{}", r.body);
-    let id = r.json()["session_id"].as_str().expect("id").to_string();
-    let path = format!("/v1/sessions/{id}/runs");
+    let path = python_session_runs(&d, ALICE);
     let r = call(
         d.addr,
         "POST",

@@ -46,9 +46,14 @@ fn workers(warm: usize, max: usize) -> WorkerConfig {
 }
 
 fn bwrap_sandbox(dir: &std::path::Path, warm: usize, max: usize) -> Sandbox {
+    bwrap_with(dir, workers(warm, max))
+}
+
+/// A `wasm+bwrap` sandbox in `dir` with these worker settings.
+fn bwrap_with(dir: &std::path::Path, workers: WorkerConfig) -> Sandbox {
     sandbox_in(dir, |c| {
         c.provider = ProviderKind::WasmBwrap;
-        c.workers = workers(warm, max);
+        c.workers = workers;
     })
 }
 
@@ -151,13 +156,13 @@ async fn a_worker_serves_one_caller_and_is_retired_after_a_trap() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let images = dir.path().join("images");
-    let s = std::sync::Arc::new(sandbox_in(dir.path(), |c| {
-        c.provider = ProviderKind::WasmBwrap;
-        c.workers = WorkerConfig {
+    let s = std::sync::Arc::new(bwrap_with(
+        dir.path(),
+        WorkerConfig {
             image_dir: Some(images.clone()),
             ..workers(1, 6)
-        };
-    }));
+        },
+    ));
     let ok = |r: &plimsoll::RunResult| assert_eq!(r.status, Status::Ok, "{:?}", r.error);
     // Alice's runs reuse her worker; its evidence counts them.
     let a1 = s.run_as("alice", &req("hello")).await;
@@ -228,14 +233,14 @@ async fn max_runs_one_gives_a_fresh_worker_every_run_and_idle_workers_are_retire
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let once = sandbox_in(dir.path(), |c| {
-        c.provider = ProviderKind::WasmBwrap;
-        c.workers = WorkerConfig {
+    let once = bwrap_with(
+        dir.path(),
+        WorkerConfig {
             image_dir: Some(dir.path().join("images")),
             max_runs: 1,
             ..workers(1, 4)
-        };
-    });
+        },
+    );
     let mut seen = std::collections::HashSet::new();
     for _ in 0..3 {
         let r = once.run(&req("hello")).await;
@@ -253,14 +258,14 @@ async fn max_runs_one_gives_a_fresh_worker_every_run_and_idle_workers_are_retire
     drop(once);
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let idle = sandbox_in(dir.path(), |c| {
-        c.provider = ProviderKind::WasmBwrap;
-        c.workers = WorkerConfig {
+    let idle = bwrap_with(
+        dir.path(),
+        WorkerConfig {
             image_dir: Some(dir.path().join("images")),
             idle: Duration::from_secs(1),
             ..workers(0, 4)
-        };
-    });
+        },
+    );
     let first = idle.run(&req("hello")).await;
     assert_eq!(first.status, Status::Ok, "{:?}", first.error);
     tokio::time::sleep(Duration::from_millis(2500)).await;
@@ -276,14 +281,14 @@ async fn max_runs_one_gives_a_fresh_worker_every_run_and_idle_workers_are_retire
     // Warm workers that reach their age are replaced: the warm set does
     // not drain away while no run comes.
     let dir = tempfile::tempdir().expect("tempdir");
-    let aging = sandbox_in(dir.path(), |c| {
-        c.provider = ProviderKind::WasmBwrap;
-        c.workers = WorkerConfig {
+    let aging = bwrap_with(
+        dir.path(),
+        WorkerConfig {
             image_dir: Some(dir.path().join("images")),
             max_age: Duration::from_secs(1),
             ..workers(1, 4)
-        };
-    });
+        },
+    );
     let t = Instant::now();
     while aging.idle_workers() != Some(1) {
         assert!(t.elapsed() < Duration::from_secs(30), "no warm worker");
@@ -308,13 +313,13 @@ async fn a_full_pool_makes_room_for_a_new_caller_and_caps_each_callers_share() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let s = std::sync::Arc::new(sandbox_in(dir.path(), |c| {
-        c.provider = ProviderKind::WasmBwrap;
-        c.workers = WorkerConfig {
+    let s = std::sync::Arc::new(bwrap_with(
+        dir.path(),
+        WorkerConfig {
             image_dir: Some(dir.path().join("images")),
             ..workers(0, 2)
-        };
-    }));
+        },
+    ));
     // Two callers hold the pool's two workers, idle.
     let a = s.run_as("alice", &req("hello")).await;
     let b = s.run_as("bob", &req("hello")).await;
@@ -584,13 +589,13 @@ async fn a_session_whose_worker_dies_ends_as_boundary_failed() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let images = dir.path().join("images");
-    let s = sandbox_in(dir.path(), |c| {
-        c.provider = ProviderKind::WasmBwrap;
-        c.workers = WorkerConfig {
+    let s = bwrap_with(
+        dir.path(),
+        WorkerConfig {
             image_dir: Some(images.clone()),
             ..workers(0, 4)
-        };
-    });
+        },
+    );
     let py = |code: &str| RunRequest::code(Language::Python, code);
     let a = s.open_session("alice", &py("")).await.expect("open");
     let r = s.run_in_session("alice", &a.session_id, &py("x = 1")).await;
@@ -710,14 +715,14 @@ async fn a_worker_killed_or_stopped_mid_run_fails_only_that_run() {
     let images = dir.path().join("images");
     // No warm workers and no reuse: the only worker alive is the one
     // running.
-    let s = std::sync::Arc::new(sandbox_in(dir.path(), |c| {
-        c.provider = ProviderKind::WasmBwrap;
-        c.workers = WorkerConfig {
+    let s = std::sync::Arc::new(bwrap_with(
+        dir.path(),
+        WorkerConfig {
             image_dir: Some(images.clone()),
             max_runs: 1,
             ..workers(0, 4)
-        };
-    }));
+        },
+    ));
     for signal in [libc::SIGKILL, libc::SIGSTOP] {
         let before = worker_pids(&images);
         let s2 = s.clone();
