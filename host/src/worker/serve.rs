@@ -16,7 +16,8 @@ use crate::runtime::{Runtime, RuntimeConfig};
 use crate::tier::{Evidence, Isolation, Tier};
 use crate::worker::observe::{WORK_ROOT, observe};
 use crate::worker::protocol::{
-    FromWorker, PROTOCOL_VERSION, ToWorker, WireCallError, read_blocking, write_blocking,
+    FrameError, FromWorker, PROTOCOL_VERSION, ToWorker, WireCallError, read_blocking,
+    write_blocking,
 };
 use futures::future::BoxFuture;
 use std::collections::HashMap;
@@ -140,7 +141,7 @@ pub fn main() -> std::process::ExitCode {
         // pipe), and `ManuallyDrop` never closes it.
         std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) })
     };
-    let (engine, images) = match read_blocking::<ToWorker>(&mut *stdin) {
+    let (engine, images) = match read_hello(&mut *stdin) {
         Ok(ToWorker::Hello {
             protocol,
             engine,
@@ -377,6 +378,32 @@ pub fn main() -> std::process::ExitCode {
             }
         }
     })
+}
+
+/// Reads the first frame. A VM's serial port reads as end-of-file until
+/// the host side of the port is connected, which under load can be a
+/// moment after the port appeared: there, an end-of-file before the first
+/// byte is waited out (for at most 10 s). On a pipe it means the
+/// supervisor is gone.
+fn read_hello(stdin: &mut std::fs::File) -> Result<ToWorker, FrameError> {
+    use std::io::Read;
+    if stdin_is_fifo() {
+        return read_blocking(stdin);
+    }
+    let started = std::time::Instant::now();
+    let mut first = [0u8; 1];
+    loop {
+        match stdin.read(&mut first) {
+            Ok(1) => break,
+            Ok(_) if started.elapsed() < std::time::Duration::from_secs(10) => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Ok(_) => return Err(FrameError::Closed),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    read_blocking(&mut (&first[..]).chain(stdin))
 }
 
 /// Whether fd 0 is a pipe (which the async runtime can wait on).
