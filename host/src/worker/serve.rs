@@ -141,7 +141,7 @@ pub fn main() -> std::process::ExitCode {
         // pipe), and `ManuallyDrop` never closes it.
         std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) })
     };
-    let (engine, images) = match read_hello(&mut *stdin) {
+    let (engine, images) = match read_hello(&mut stdin) {
         Ok(ToWorker::Hello {
             protocol,
             engine,
