@@ -251,4 +251,69 @@ print("peer_native_process_batch_200_jobs: %.1f jobs/s ({concurrency} at once, %
         print_percentiles(label, "ms", times);
         print_percentiles(&format!("{label}_instantiate_ms_of_usage"), "ms", inst);
     }
+
+    // 6. The fresh pandas cell behind each wrapper: the caller's first run
+    // (its worker loads the guest's image; under microvm a VM boots with
+    // it) and its later runs in the caller's worker.
+    if std::env::var_os("PLIMSOLL_BENCH_SKIP_WRAPPERS").is_some() {
+        return;
+    }
+    for provider in [
+        ProviderKind::WasmBwrap,
+        ProviderKind::WasmGvisor,
+        ProviderKind::WasmMicrovm,
+    ] {
+        let wdir = tempfile::tempdir().expect("tempdir");
+        let w = match Sandbox::new(SandboxConfig {
+            provider,
+            runtime: RuntimeConfig {
+                cache_dir: Some(guests_dir().join("../test-cache")),
+                workspace_dir: plimsoll::config::default_work_dir(wdir.path()),
+                ..RuntimeConfig::default()
+            },
+            interpreters: vec![(Language::Python, guests_dir().join("python.wasm"))],
+            scientific: Some(guests_dir().join("scientific")),
+            workers: plimsoll::provider::WorkerConfig {
+                worker_bin: Some(env!("CARGO_BIN_EXE_plimsoll-worker").into()),
+                warm: 1,
+                max: 4,
+                image_dir: Some(guests_dir().join("../test-worker-images")),
+                microvm: Some(plimsoll::wrapper::microvm::MicrovmSettings {
+                    allow_tcg: true,
+                    ..plimsoll::wrapper::microvm::MicrovmSettings::from_env()
+                }),
+                ..Default::default()
+            },
+            ..SandboxConfig::default()
+        }) {
+            Ok(w) => w,
+            Err(e) => {
+                println!("SKIP: {provider:?}: {e}");
+                continue;
+            }
+        };
+        let name = w.isolation().provider;
+        let t = Instant::now();
+        let r = rt.block_on(w.run(&req));
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        println!(
+            "scientific_fresh_pandas_cell_{name}_first_run: {:.1} ms (worker wait {:.1} ms)",
+            t.elapsed().as_secs_f64() * 1e3,
+            r.usage.worker_wait_ms.unwrap_or(0.0)
+        );
+        let n = if provider == ProviderKind::WasmMicrovm {
+            30
+        } else {
+            100
+        };
+        let times = (0..n)
+            .map(|_| {
+                let t = Instant::now();
+                let r = rt.block_on(w.run(&req));
+                assert_eq!(r.status, Status::Ok, "{r:?}");
+                t.elapsed()
+            })
+            .collect();
+        print_percentiles(&format!("scientific_fresh_pandas_cell_{name}"), "ms", times);
+    }
 }

@@ -1935,6 +1935,39 @@ fn the_real_plimsoll_client_drives_sessions_behind_bwrap() {
     );
 }
 
+/// The same client checks with the scientific guest as the operator's
+/// Python (`PLIMSOLL_PYTHON_GUEST=scientific`): projects and session cells
+/// run it, and `Describe` names it.
+#[test]
+fn the_real_plimsoll_client_drives_the_scientific_guest() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (_up, addr) = rt.block_on(upstream::start_upstream());
+    let d = Setup::new(Some(addr))
+        .set("PLIMSOLL_PYTHON_GUEST", "scientific")
+        .set(
+            "PLIMSOLL_SCIENTIFIC_DIR",
+            guests_dir().join("scientific").display().to_string(),
+        )
+        .start();
+    let stdout = run_client_checks(
+        &format!("http://{}", d.addr),
+        &[
+            ("PLIMSOLL_SECRET", upstream::STATIC_TOKEN.to_string()),
+            ("PLIMSOLL_EXPECT_SCIENTIFIC", "1".to_string()),
+        ],
+    );
+    for must in [
+        "scientific: a project imports pandas",
+        "scientific: describe names its identity",
+        "scientific: a session keeps numpy state",
+    ] {
+        assert!(
+            stdout.contains(&format!("ok   {must}")),
+            "{must}:\n{stdout}"
+        );
+    }
+}
+
 /// A Connect call with a request id; `body` is sent as is.
 fn connect_call(d: &Daemon, procedure: &str, id: &str, body: &[u8]) -> Resp {
     let mut raw = format!(

@@ -192,13 +192,38 @@ async fn bench() -> Bench {
 /// Runs the whole catalogue on `s` (which reports `tier`) and checks every
 /// row; returns the rows' failures (all of them, not just the first).
 async fn run_catalogue(s: &Sandbox, b: &Bench, tier: Tier) -> Vec<String> {
+    run_rows(s, b, tier, false).await
+}
+
+/// The catalogue's Python rows, run by the scientific Python guest.
+async fn run_scientific_catalogue(s: &Sandbox, b: &Bench, tier: Tier) -> Vec<String> {
+    run_rows(s, b, tier, true).await
+}
+
+async fn run_rows(s: &Sandbox, b: &Bench, tier: Tier, scientific: bool) -> Vec<String> {
     let subst = |t: &str| {
         t.replace("{HOST_SECRET}", &b.secret_file.display().to_string())
             .replace("{HOST_WORK}", &b.host_work.display().to_string())
             .replace("{UPSTREAM}", &b.addr.to_string())
     };
-    let rows = load(&subst);
+    let mut rows = load(&subst);
     assert!(rows.len() >= 30, "the catalogue has {} rows", rows.len());
+    if scientific {
+        rows.retain(|r| r.file.ends_with(".py"));
+        assert!(
+            rows.len() >= 25,
+            "the catalogue has {} Python rows",
+            rows.len()
+        );
+        for r in &mut rows {
+            r.request.guest = Some("scientific".into());
+        }
+    }
+    let tier_name = if scientific {
+        format!("{tier}, scientific")
+    } else {
+        tier.to_string()
+    };
     let mut failures = Vec::new();
     for row in rows {
         b.upstream.clear();
@@ -210,7 +235,7 @@ async fn run_catalogue(s: &Sandbox, b: &Bench, tier: Tier) -> Vec<String> {
         let (text, json) = produced(&r);
         let mut fail = |why: String| {
             failures.push(format!(
-                "[{tier}] {} ({}): {why}\n    why it should fail: {}\n    status {status}, error {:?}\n    stdout {:?}\n    stderr {:?}",
+                "[{tier_name}] {} ({}): {why}\n    why it should fail: {}\n    status {status}, error {:?}\n    stdout {:?}\n    stderr {:?}",
                 row.file,
                 row.attack,
                 row.why,
@@ -290,9 +315,31 @@ fn report(failures: Vec<String>) {
 }
 
 fn sandbox(dir: &Path, b: &Bench, provider: ProviderKind, warm: usize) -> Sandbox {
+    sandbox_with(dir, b, provider, warm, None)
+}
+
+/// The scientific guest's build output, which the scientific rows need.
+fn scientific_dir() -> PathBuf {
+    let d = support::guests_dir().join("scientific");
+    assert!(
+        d.join("scientific.wasm").is_file(),
+        "{} is missing; build the guests first with `make guests`",
+        d.display()
+    );
+    d
+}
+
+fn sandbox_with(
+    dir: &Path,
+    b: &Bench,
+    provider: ProviderKind,
+    warm: usize,
+    scientific: Option<PathBuf>,
+) -> Sandbox {
     let addr = b.addr;
     support::sandbox_in(dir, |c| {
         c.provider = provider;
+        c.scientific = scientific;
         c.grants = profiles(addr);
         c.workers = WorkerConfig {
             worker_bin: Some(env!("CARGO_BIN_EXE_plimsoll-worker").into()),
@@ -368,4 +415,78 @@ async fn the_catalogue_holds_in_a_microvm() {
     // Every row boots a VM; a larger warm set lets boots overlap runs.
     let s = sandbox(dir.path(), &b, ProviderKind::WasmMicrovm, 3);
     report(run_catalogue(&s, &b, Tier::Vm).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalogue_holds_for_the_scientific_guest_in_process() {
+    let b = bench().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_with(
+        dir.path(),
+        &b,
+        ProviderKind::Wasm,
+        0,
+        Some(scientific_dir()),
+    );
+    report(run_scientific_catalogue(&s, &b, Tier::Process).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalogue_holds_for_the_scientific_guest_in_bubblewrap() {
+    if !have(
+        "bwrap",
+        &["--unshare-all", "--ro-bind", "/", "/", "true"],
+        "bubblewrap",
+    ) {
+        return;
+    }
+    let b = bench().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_with(
+        dir.path(),
+        &b,
+        ProviderKind::WasmBwrap,
+        1,
+        Some(scientific_dir()),
+    );
+    report(run_scientific_catalogue(&s, &b, Tier::Container).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalogue_holds_for_the_scientific_guest_in_gvisor() {
+    if !have("runsc", &["--version"], "runsc") {
+        return;
+    }
+    let b = bench().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_with(
+        dir.path(),
+        &b,
+        ProviderKind::WasmGvisor,
+        1,
+        Some(scientific_dir()),
+    );
+    report(run_scientific_catalogue(&s, &b, Tier::Kernel).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalogue_holds_for_the_scientific_guest_in_a_microvm() {
+    if !have("qemu-system-x86_64", &["--version"], "qemu-system-x86") {
+        return;
+    }
+    let settings = MicrovmSettings::from_env();
+    if !settings.image.join("vmlinuz").is_file() {
+        eprintln!("SKIP: no microVM image (make microvm); .ci/run builds it");
+        return;
+    }
+    let b = bench().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = sandbox_with(
+        dir.path(),
+        &b,
+        ProviderKind::WasmMicrovm,
+        1,
+        Some(scientific_dir()),
+    );
+    report(run_scientific_catalogue(&s, &b, Tier::Vm).await);
 }

@@ -456,3 +456,159 @@ fonts = [n for n in os.listdir("/usr/local/lib/python315.zip/matplotlib/mpl-data
         Some("('FileNotFoundError', 3000, 3000, True, True)")
     );
 }
+
+/// A wrapped provider's sandbox with the scientific guest, a grant to a
+/// loopback upstream and its own image directory; `None` (said loudly)
+/// when this machine lacks the wrapper.
+fn behind(
+    dir: &std::path::Path,
+    provider: plimsoll::ProviderKind,
+    addr: std::net::SocketAddr,
+) -> Option<Sandbox> {
+    use plimsoll::ProviderKind;
+    let (tool, args, package): (&str, &[&str], &str) = match provider {
+        ProviderKind::WasmBwrap => (
+            "bwrap",
+            &["--unshare-all", "--ro-bind", "/", "/", "true"],
+            "bubblewrap",
+        ),
+        ProviderKind::WasmGvisor => ("runsc", &["--version"], "runsc"),
+        _ => ("qemu-system-x86_64", &["--version"], "qemu-system-x86"),
+    };
+    let ok = std::process::Command::new(tool)
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIP: {tool} is missing (apt-get install {package}); .ci/run installs it");
+        return None;
+    }
+    let settings = plimsoll::wrapper::microvm::MicrovmSettings {
+        allow_tcg: true,
+        ..plimsoll::wrapper::microvm::MicrovmSettings::from_env()
+    };
+    if provider == ProviderKind::WasmMicrovm && !settings.image.join("vmlinuz").is_file() {
+        eprintln!("SKIP: no microVM image (make microvm); .ci/run builds it");
+        return None;
+    }
+    Some(sandbox_in(dir, |c| {
+        c.provider = provider;
+        c.grants = profiles(addr);
+        c.scientific = Some(scientific_dir());
+        c.workers = plimsoll::provider::WorkerConfig {
+            worker_bin: Some(env!("CARGO_BIN_EXE_plimsoll-worker").into()),
+            warm: 1,
+            max: 4,
+            // The tests' shared directory: the guest's image (~525 MB) is
+            // written once, not once per test.
+            image_dir: Some(guests_dir().join("../test-worker-images")),
+            microvm: Some(settings),
+            ..plimsoll::provider::WorkerConfig::default()
+        };
+    }))
+}
+
+/// The same guest, with the same identity, answers behind `provider` at
+/// `tier`: a pandas cell, a figure artifact, a broker call under a grant,
+/// fresh randomness per run, a memory bomb, and a session that keeps its
+/// DataFrame.
+async fn the_guest_answers_behind(provider: plimsoll::ProviderKind, tier: plimsoll::Tier) {
+    let (upstream, addr) = start_upstream().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(s) = behind(dir.path(), provider, addr) else {
+        return;
+    };
+    let identity = sci().scientific().map(|g| g.identity().to_owned());
+    assert!(identity.is_some());
+    let r = s
+        .run(&cell(
+            "import pandas as pd\npd.DataFrame({'a': [1, 2]}).a.sum()",
+        ))
+        .await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(r.result.as_deref(), Some("np.int64(3)"), "{r:?}");
+    assert_eq!(r.isolation.tier, tier, "{:?}", r.isolation);
+    assert_eq!(r.guest, identity, "the same guest as in-process");
+
+    let r = s
+        .run(&cell(
+            "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()",
+        ))
+        .await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    let png = r.artifacts.iter().find(|a| a.path == "figure-1.png");
+    assert!(
+        png.is_some_and(|a| a.content.as_bytes().starts_with(b"\x89PNG\r\n\x1a\n")),
+        "{:?}",
+        r.artifacts.iter().map(|a| &a.path).collect::<Vec<_>>()
+    );
+
+    let mut req = cell(
+        "import plimsoll\nr = plimsoll.get('orders', '/v1/orders/9')\n(r.status, r.json()['order'])",
+    );
+    req.grants = vec!["orders".into()];
+    let r = s.run(&req).await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(r.result.as_deref(), Some("(200, '/v1/orders/9')"), "{r:?}");
+    assert_eq!(r.calls.count(CallOutcome::Delivered), 1);
+    assert_eq!(upstream.seen().len(), 1);
+    let json = serde_json::to_string(&r).expect("json");
+    assert!(!json.contains(STATIC_TOKEN));
+
+    let code = "import numpy as np\nprint(np.random.rand())";
+    let (a, b) = (s.run(&cell(code)).await, s.run(&cell(code)).await);
+    assert_eq!(a.status, Status::Ok, "{a:?}");
+    assert_ne!(a.stdout, b.stdout, "two fresh runs drew the same number");
+
+    let r = s.run(&cell("import numpy as np\nnp.ones(10**10)")).await;
+    assert_eq!(r.status, Status::MemoryExhausted, "{r:?}");
+    let r = s
+        .run(&cell("import numpy as np\nint(np.arange(5).sum())"))
+        .await;
+    assert_eq!(
+        r.result.as_deref(),
+        Some("10"),
+        "the next run is clean: {r:?}"
+    );
+
+    let caller = plimsoll::sandbox::LOCAL_CALLER;
+    let info = s.open_session(caller, &cell("")).await.expect("open");
+    let r = s
+        .run_in_session(
+            caller,
+            &info.session_id,
+            &cell("import pandas as pd\ndf = pd.DataFrame({'g': [1, 1, 2], 'v': [1.0, 3.0, 5.0]})"),
+        )
+        .await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    let r = s
+        .run_in_session(caller, &info.session_id, &cell("1/0"))
+        .await;
+    assert_eq!(r.status, Status::Error, "{r:?}");
+    let r = s
+        .run_in_session(
+            caller,
+            &info.session_id,
+            &cell("df.groupby('g').v.mean().tolist()"),
+        )
+        .await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(r.result.as_deref(), Some("[2.0, 5.0]"), "{r:?}");
+    assert_eq!(r.isolation.tier, tier);
+    s.close_session(caller, &info.session_id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guest_answers_inside_bubblewrap() {
+    the_guest_answers_behind(plimsoll::ProviderKind::WasmBwrap, plimsoll::Tier::Container).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guest_answers_inside_gvisor() {
+    the_guest_answers_behind(plimsoll::ProviderKind::WasmGvisor, plimsoll::Tier::Kernel).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guest_answers_inside_a_microvm() {
+    the_guest_answers_behind(plimsoll::ProviderKind::WasmMicrovm, plimsoll::Tier::Vm).await;
+}

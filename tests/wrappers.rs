@@ -628,28 +628,6 @@ async fn a_session_whose_worker_dies_ends_as_boundary_failed() {
     assert_eq!(s.run_as("alice", &req("hello")).await.status, Status::Ok);
 }
 
-/// The scientific guest is a core module, which workers do not load yet:
-/// under a wrapper it is refused before anything runs, never run in-process
-/// under the wrapper's tier.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_scientific_guest_is_refused_under_a_wrapper() {
-    if !bwrap_usable() {
-        return;
-    }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let s = sandbox_in(dir.path(), |c| {
-        c.provider = ProviderKind::WasmBwrap;
-        c.workers = workers(0, 2);
-        c.scientific = Some(support::guests_dir().join("scientific"));
-    });
-    let mut r = RunRequest::code(Language::Python, "import pandas");
-    r.guest = Some("scientific".into());
-    let out = s.run(&r).await;
-    assert_eq!(out.status, Status::Refused, "{out:?}");
-    assert_eq!(out.error_code(), Some("guest_unavailable"), "{out:?}");
-    assert!(out.guest.is_none(), "{out:?}");
-}
-
 /// Processes named one of `comms` whose `/guests` is mounted from
 /// `images` (each test that signals workers has its own image directory,
 /// so it never hits another test's).

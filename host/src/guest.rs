@@ -129,13 +129,33 @@ impl Guest {
         })
     }
 
+    /// A core-module guest loaded from a worker's bundle, whose content
+    /// hash the supervisor gives (see [`crate::Runtime::load_trusted_core`]).
+    pub(crate) fn core_as(
+        linker: &wasmtime::Linker<RunState>,
+        module: &wasmtime::Module,
+        content_hash: &str,
+        artifacts: &crate::scientific::Artifacts,
+    ) -> Result<Guest, LoadError> {
+        let pre = crate::scientific::link_as(linker, module, artifacts)?;
+        Ok(Guest {
+            inner: Arc::new(GuestInner {
+                component: None,
+                identity: format!("{}:sha256:{content_hash}", crate::scientific::FAMILY),
+                content_hash: content_hash.to_owned(),
+                kind: GuestKind::Interpreter,
+                pre: GuestPre::Core(pre),
+            }),
+        })
+    }
+
     /// The component; `None` for a core-module guest.
     pub(crate) fn component(&self) -> Option<&Component> {
         self.inner.component.as_ref()
     }
 
-    /// Whether this is a core-module guest (served in this process only
-    /// for now: worker images hold components).
+    /// Whether this is a core-module guest (its worker image is a
+    /// directory, [`crate::worker::protocol::ImageKind::Core`]).
     pub fn is_core_module(&self) -> bool {
         self.inner.component.is_none()
     }

@@ -197,43 +197,69 @@ impl Runtime {
         let c = unsafe {
             wasmtime::component::Component::deserialize_file(self.engine().engine(), path)
         }
-        .map_err(|e| {
-            // wasmtime's chain reads outermost first ("failed to load code
-            // for: <path>: ... : <the setting>"); the reason is the root.
-            let mut chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-            let cause = chain.pop().unwrap_or_default();
-            LoadError::IncompatibleImage(format!(
-                "{cause} (this engine compiles for CPU level {}; image {}: {})",
-                self.engine().options().cpu,
-                path.file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                chain.join(": ")
-            ))
-        })?;
+        .map_err(|e| self.incompatible(path, &e))?;
         Guest::link(&self.inner.linker, &c, hash.to_owned(), family)
     }
 
-    /// Writes `guest`'s precompiled image into `dir` (mode 0644, named by
-    /// content hash and engine digest) unless it is there; returns its file
-    /// name.
+    /// Loads a core-module guest's bundle that this host's supervisor
+    /// wrote ([`Runtime::write_image`]): its precompiled module and its
+    /// trees, under the content hash the supervisor gives. Never call this
+    /// with a directory a caller supplied: precompiled modules are native
+    /// code.
+    pub fn load_trusted_core(&self, dir: &Path, hash: &str) -> Result<Guest, LoadError> {
+        let file = dir.join(crate::scientific::BUNDLE_MODULE);
+        // SAFETY: as for `load_trusted_image`: the supervisor wrote this
+        // file from `Module::serialize` for an engine with the same
+        // settings, the worker's file system holds it read-only, and
+        // deserialisation refuses an incompatible engine.
+        let module = unsafe { wasmtime::Module::deserialize_file(self.engine().engine(), &file) }
+            .map_err(|e| self.incompatible(&file, &e))?;
+        let artifacts = crate::scientific::load_artifacts(dir)?;
+        let linker = crate::scientific::linker(self.engine().engine())
+            .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
+        Guest::core_as(&linker, &module, hash, &artifacts)
+    }
+
+    /// Writes `guest`'s precompiled image into `dir` unless it is there,
+    /// named by content hash and engine digest, and returns its name: a
+    /// component's `.cwasm` file (mode 0644), or a core-module guest's
+    /// directory (`.core`, mode 0755, [`crate::scientific::write_bundle`]).
+    /// Either appears whole or not at all (written aside, then renamed).
     pub fn write_image(&self, guest: &Guest, dir: &Path) -> std::io::Result<String> {
         use std::io::Write;
         use std::os::unix::fs::PermissionsExt;
-        let name = format!(
-            "{}-{}.cwasm",
+        let stem = format!(
+            "{}-{}",
             guest.content_hash(),
             self.engine().compatibility_digest()
         );
+        if let crate::guest::GuestPre::Core(pre) = guest.pre() {
+            let name = format!("{stem}.core");
+            let path = dir.join(&name);
+            if path.join(crate::scientific::BUNDLE_MODULE).is_file() {
+                return Ok(name);
+            }
+            let tmp = tempfile::Builder::new().prefix(".core-").tempdir_in(dir)?;
+            crate::scientific::write_bundle(pre, tmp.path())?;
+            match std::fs::rename(tmp.path(), &path) {
+                Ok(()) => {
+                    // Renamed away: nothing is left for the guard to remove.
+                    let _ = tmp.keep();
+                }
+                // Another writer got there first with the same bytes.
+                Err(_) if path.join(crate::scientific::BUNDLE_MODULE).is_file() => {}
+                Err(e) => return Err(e),
+            }
+            return Ok(name);
+        }
+        let name = format!("{stem}.cwasm");
         let path = dir.join(&name);
         if path.is_file() {
             return Ok(name);
         }
         let bytes = guest
             .component()
-            .ok_or_else(|| {
-                std::io::Error::other("a core-module guest has no worker image (in-process only)")
-            })?
+            .ok_or_else(|| std::io::Error::other("this guest has no component image"))?
             .serialize()
             .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
@@ -242,6 +268,22 @@ impl Runtime {
             .set_permissions(std::fs::Permissions::from_mode(0o644))?;
         tmp.persist(&path).map_err(|e| e.error)?;
         Ok(name)
+    }
+
+    /// Why a precompiled image at `path` did not load, with the cause
+    /// first: wasmtime's chain reads outermost first ("failed to load code
+    /// for: <path>: ... : <the setting>"), and the reason is the root.
+    fn incompatible(&self, path: &Path, e: &wasmtime::Error) -> LoadError {
+        let mut chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+        let cause = chain.pop().unwrap_or_default();
+        LoadError::IncompatibleImage(format!(
+            "{cause} (this engine compiles for CPU level {}; image {}: {})",
+            self.engine().options().cpu,
+            path.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            chain.join(": ")
+        ))
     }
 
     /// Where workspaces are created.

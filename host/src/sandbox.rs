@@ -158,10 +158,10 @@ impl Sandbox {
                 })?;
             interpreters.insert(*language, guest);
         }
-        // Only the in-process provider runs it (the wrapped providers'
-        // workers load component images), so only it loads it.
+        // Every provider runs it (a wrapped provider's workers load its
+        // image, written below, when a run needs it).
         let scientific = match &config.scientific {
-            Some(dir) if config.provider == ProviderKind::Wasm => Some(
+            Some(dir) if config.provider != ProviderKind::Disabled => Some(
                 runtime
                     .load_scientific(dir)
                     .map_err(|source| SandboxError::Scientific {
@@ -188,7 +188,11 @@ impl Sandbox {
                     .image_dir
                     .clone()
                     .unwrap_or_else(|| crate::paths::default_state_dir().join("worker-images"));
-                let guests: Vec<Guest> = interpreters.values().cloned().collect();
+                let guests: Vec<Guest> = interpreters
+                    .values()
+                    .chain(scientific.as_ref())
+                    .cloned()
+                    .collect();
                 Arc::new(
                     crate::provider::WrappedProvider::start(
                         kind,
@@ -312,16 +316,6 @@ impl Sandbox {
             }
         };
         if scientific {
-            let iso = self.provider.isolation();
-            if iso.wrapper.is_some() {
-                return Err(err(
-                    "guest_unavailable",
-                    format!(
-                        "the scientific Python guest runs under the `wasm` provider only for now; provider {} runs component images",
-                        iso.provider
-                    ),
-                ));
-            }
             return self.scientific.clone().ok_or_else(|| {
                 err(
                     "guest_unavailable",

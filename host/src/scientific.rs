@@ -99,6 +99,10 @@ fn layout(zip: Arc<[u8]>, mpl: StaticTree) -> Layout {
     }
 }
 
+/// The precompiled module's file name in a worker's bundle
+/// ([`write_bundle`]).
+pub const BUNDLE_MODULE: &str = "module.cwasm";
+
 /// The read-only files of the guest's directory: the zip and
 /// matplotlib's data.
 pub struct Artifacts {
@@ -182,6 +186,23 @@ pub(crate) fn link(
     module_hash: &str,
     artifacts: &Artifacts,
 ) -> Result<(CorePre, String), LoadError> {
+    let content_hash = hex::encode(Sha256::digest(
+        format!(
+            "{FAMILY}\nsnapshot {module_hash}\nstdlib {}\n",
+            artifacts.zip_hash
+        )
+        .as_bytes(),
+    ));
+    Ok((link_as(linker, module, artifacts)?, content_hash))
+}
+
+/// Links `module` with `artifacts`' files (its identity is the caller's
+/// to know: [`link`] works it out, a worker is told it).
+pub(crate) fn link_as(
+    linker: &Linker<RunState>,
+    module: &Module,
+    artifacts: &Artifacts,
+) -> Result<CorePre, LoadError> {
     for (name, ok) in [
         (
             "turn",
@@ -224,21 +245,69 @@ pub(crate) fn link(
             "it imports something plimsoll does not provide: {e:#}"
         ))
     })?;
-    let content_hash = hex::encode(Sha256::digest(
-        format!(
-            "{FAMILY}\nsnapshot {module_hash}\nstdlib {}\n",
-            artifacts.zip_hash
-        )
-        .as_bytes(),
-    ));
-    Ok((
-        CorePre {
-            pre,
-            layout: artifacts.layout.clone(),
-            base_memory,
-        },
-        content_hash,
-    ))
+    Ok(CorePre {
+        pre,
+        layout: artifacts.layout.clone(),
+        base_memory,
+    })
+}
+
+/// Writes what a worker needs to load this guest into `dir` (which must
+/// exist and be empty): the precompiled module ([`BUNDLE_MODULE`]) and
+/// the very trees this guest was loaded with (the zip, `mpl-data/`), so
+/// that a worker runs exactly the guest whose identity the supervisor
+/// reports. Directories get mode 0755 and files 0644: workers run as
+/// another uid and only read them.
+pub(crate) fn write_bundle(pre: &CorePre, dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let write = |path: &Path, bytes: &[u8]| -> std::io::Result<()> {
+        std::fs::write(path, bytes)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))
+    };
+    let mkdir = |path: &Path| -> std::io::Result<()> {
+        std::fs::create_dir_all(path)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+    };
+    mkdir(dir)?;
+    let module = pre
+        .pre
+        .module()
+        .serialize()
+        .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+    write(&dir.join(BUNDLE_MODULE), &module)?;
+    drop(module);
+    let tree = |guest_path: &str| {
+        pre.layout.preopens.iter().find_map(|p| match &p.kind {
+            PreopenKind::Static(t) if p.guest_path == guest_path => Some(t.clone()),
+            _ => None,
+        })
+    };
+    let lib = tree(ZIP_GUEST_DIR)
+        .ok_or_else(|| std::io::Error::other("the guest's layout has no library tree"))?;
+    let zip = lib
+        .files()
+        .into_iter()
+        .find(|(p, _)| p == ZIP_NAME)
+        .ok_or_else(|| std::io::Error::other("the guest's layout has no standard-library zip"))?;
+    write(&dir.join(STDLIB_FILE), &zip.1)?;
+    let mpl_dir = dir.join(MPL_DATA_DIR);
+    mkdir(&mpl_dir)?;
+    if let Some(mpl) = tree(MPL_GUEST_DIR) {
+        for (path, bytes) in mpl.files() {
+            // The tree's names came from a directory listing of the build's
+            // output (no `..`, no links): relative by construction.
+            let mut at = mpl_dir.clone();
+            let names: Vec<&str> = path.split('/').collect();
+            for (i, name) in names.iter().enumerate() {
+                at.push(name);
+                if i + 1 < names.len() && !at.is_dir() {
+                    mkdir(&at)?;
+                }
+            }
+            write(&at, &bytes)?;
+        }
+    }
+    Ok(())
 }
 
 /// A live instance.

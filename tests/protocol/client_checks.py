@@ -204,5 +204,16 @@ if SESSIONS:
     summary = short.close()
     check("late close of an expired session: its count", summary.calls == 1 and summary.end == "expired", summary)
 
+# -- the scientific guest, when the operator made it Python's default -------------
+if os.environ.get("PLIMSOLL_EXPECT_SCIENTIFIC") == "1":
+    p = ex.execute_code("import pandas as pd\nprint(pd.DataFrame({'a': [1, 2]}).a.sum())", language="python")
+    check("scientific: a project imports pandas", p.steps[0].stdout == b"3\n" and p.steps[0].exit_code == 0, p.steps)
+    check("scientific: describe names its identity", info.project_environment.software_identity.startswith("wasi-python:sha256:"), info)
+    if SESSIONS:
+        with c.open_session(minimum_isolation=FLOOR, languages=["python"], owner="user-2") as s:
+            a = s.run_cell("import numpy as np\nv = np.arange(4)\nint(v.sum())", "python")
+            b = s.run_cell("int(v.max())", "python")
+            check("scientific: a session keeps numpy state", a.stdout == b"6\n" and b.stdout == b"3\n", (a, b))
+
 
 print("all checks passed")

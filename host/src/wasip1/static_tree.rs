@@ -136,6 +136,30 @@ impl StaticTree {
             .nth(index)
             .map(|(k, v)| (k.as_str(), *v, self.is_dir(*v)))
     }
+
+    /// Every file, as its relative path (`a/b/c`) and contents, in name
+    /// order.
+    pub fn files(&self) -> Vec<(String, Arc<[u8]>)> {
+        let mut out = Vec::new();
+        let mut stack = vec![(0usize, String::new())];
+        while let Some((node, prefix)) = stack.pop() {
+            match self.nodes.get(node) {
+                Some((Kind::File(d), _)) => out.push((prefix, d.clone())),
+                Some((Kind::Dir(entries), _)) => {
+                    for (name, child) in entries.iter().rev() {
+                        let path = if prefix.is_empty() {
+                            name.clone()
+                        } else {
+                            format!("{prefix}/{name}")
+                        };
+                        stack.push((*child, path));
+                    }
+                }
+                None => {}
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -156,5 +180,9 @@ mod tests {
         let a = t.resolve(0, "a").expect("the test's own tree");
         assert_eq!(t.entry(a, 0).map(|e| e.0), Some("b"));
         assert!(t.entry(a, 1).is_none());
+        t.insert("a/a.txt", Arc::from(&b"x"[..]));
+        t.insert("z", Arc::from(&b"y"[..]));
+        let files: Vec<String> = t.files().into_iter().map(|(p, _)| p).collect();
+        assert_eq!(files, ["a/a.txt", "a/b/c.txt", "z"]);
     }
 }

@@ -32,8 +32,8 @@ use crate::runtime::Runtime;
 use crate::tier::{Evidence, EvidenceCheck, Isolation, WorkerUse};
 use crate::worker::observe::{Expectations, Observation, judge};
 use crate::worker::protocol::{
-    FrameError, FromWorker, GrantOrigin, GuestImage, PROTOCOL_VERSION, ToWorker, WorkerEngine,
-    read_async, write_async,
+    FrameError, FromWorker, GrantOrigin, GuestImage, ImageKind, PROTOCOL_VERSION, ToWorker,
+    WorkerEngine, read_async, write_async,
 };
 use crate::wrapper::{Launch, Wrapper, WrapperError};
 use std::collections::{HashMap, VecDeque};
@@ -524,6 +524,7 @@ impl Pool {
             worker_bin: config.worker_bin.clone(),
             libs,
             image_dir: config.image_dir.clone(),
+            bundles: Vec::new(),
             workspace_bytes: config.workspace_bytes,
             uid,
         };
@@ -543,23 +544,19 @@ impl Pool {
         };
         let mut images = HashMap::new();
         for g in guests {
-            let name = runtime
-                .write_image(g, &config.image_dir)
+            let img = write_image(&runtime, g, &config.image_dir)
                 .map_err(|e| WorkerError::Spawn(format!("guest image: {e}")))?;
-            images.insert(
-                g.identity().to_owned(),
-                GuestImage {
-                    path: format!("/guests/{name}"),
-                    hash: g.content_hash().to_owned(),
-                    family: g.family().to_owned(),
-                },
-            );
+            images.insert(g.identity().to_owned(), img);
         }
         let mut probe = Worker::spawn(
             wrapper.as_ref(),
             &launch,
             engine,
-            images.values().cloned().collect(),
+            images
+                .values()
+                .filter(|i| i.kind == ImageKind::Component)
+                .cloned()
+                .collect(),
         )
         .await?;
         let observation = probe.observe().await?;
@@ -675,11 +672,17 @@ impl Pool {
         self.counts.held_by(caller)
     }
 
+    /// The images every new worker loads: the components. A core-module
+    /// guest's image (tens of megabytes of trees, hundreds of code) is
+    /// loaded only by a worker that runs it: on its first run where the
+    /// worker sees the live image directory, or by a worker started for it
+    /// where it does not ([`Pool::with_images`]).
     fn guest_images(&self) -> Vec<GuestImage> {
         self.images
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .values()
+            .filter(|i| i.kind == ImageKind::Component)
             .cloned()
             .collect()
     }
@@ -688,13 +691,23 @@ impl Pool {
     /// checks do not all pass, or whose kernel is not the one the pool was
     /// verified with, is never offered.
     async fn launch(&self) -> Result<Worker, WorkerError> {
-        let mut w = Worker::spawn(
-            self.wrapper.as_ref(),
-            &self.launch,
-            self.engine,
-            self.guest_images(),
-        )
-        .await?;
+        self.launch_with(&[]).await
+    }
+
+    /// [`Pool::launch`], for a worker that also carries `extra`'s core
+    /// images.
+    async fn launch_with(&self, extra: &[GuestImage]) -> Result<Worker, WorkerError> {
+        let mut images = self.guest_images();
+        let mut launch = self.launch.clone();
+        for i in extra {
+            if i.kind == ImageKind::Core && !images.contains(i) {
+                if let Some(name) = i.path.strip_prefix("/guests/") {
+                    launch.bundles.push(name.to_owned());
+                }
+                images.push(i.clone());
+            }
+        }
+        let mut w = Worker::spawn(self.wrapper.as_ref(), &launch, self.engine, images).await?;
         let o = w.observe().await?;
         let mut failed: Vec<String> = judge(&o, &self.expectations)
             .into_iter()
@@ -820,6 +833,7 @@ impl Pool {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .values()
+                .filter(|i| i.kind == ImageKind::Component)
                 .all(|i| w.images.contains(&i.path))
     }
 
@@ -934,6 +948,12 @@ impl Pool {
     /// Starts a worker now (smoke test included), within the cap on live
     /// workers.
     async fn start_now(&self) -> Result<Pooled, ErrorInfo> {
+        self.start_now_with(&[]).await
+    }
+
+    /// [`Pool::start_now`], for a worker that also carries `extra`'s core
+    /// images.
+    async fn start_now_with(&self, extra: &[GuestImage]) -> Result<Pooled, ErrorInfo> {
         let alive = self.counts.alive.fetch_add(1, Ordering::AcqRel);
         let guard = AliveGuard(self.counts.clone());
         if alive >= self.config.max {
@@ -943,7 +963,7 @@ impl Pool {
                 self.wrapper.name()
             )));
         }
-        let w = self.launch().await.map_err(|e| ErrorInfo {
+        let w = self.launch_with(extra).await.map_err(|e| ErrorInfo {
             code: "worker_unavailable".into(),
             message: format!("could not start a {} worker: {e}", self.wrapper.name()),
         })?;
@@ -970,25 +990,19 @@ impl Pool {
         {
             return Ok(img.clone());
         }
-        let name = self
-            .runtime
-            .write_image(guest, &self.config.image_dir)
-            .map_err(|e| ErrorInfo {
+        let img =
+            write_image(&self.runtime, guest, &self.config.image_dir).map_err(|e| ErrorInfo {
                 code: "worker_unavailable".into(),
                 message: format!("could not write the guest's image for workers: {e}"),
             })?;
-        let img = GuestImage {
-            path: format!("/guests/{name}"),
-            hash: guest.content_hash().to_owned(),
-            family: guest.family().to_owned(),
-        };
         self.images
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(guest.identity().to_owned(), img.clone());
-        if self.wrapper.images_fixed_at_start() {
+        if self.wrapper.images_fixed_at_start() && img.kind == ImageKind::Component {
             // Idle workers that cannot see the new image are retired, so
             // that the warm set (refilled by the run that follows) has it.
+            // (A core image is never in the warm set: see `guest_images`.)
             let stale: Vec<Pooled> = self
                 .unbound
                 .lock()
@@ -1015,7 +1029,7 @@ impl Pool {
         }
         let share = p.share.take();
         drop(p);
-        let mut p = pool.start_now().await?;
+        let mut p = pool.start_now_with(images).await?;
         p.share = share;
         Ok(p)
     }
@@ -1200,6 +1214,22 @@ fn sanitize(r: &mut RunResult, env: &Envelope) -> usize {
     r.stdout_bytes = r.stdout.as_bytes().to_vec();
     r.stderr_bytes = r.stderr.as_bytes().to_vec();
     corrected
+}
+
+/// Writes `guest`'s image into `dir` (unless it is there) and names it as
+/// a worker sees it, under `/guests`.
+fn write_image(runtime: &Runtime, guest: &Guest, dir: &Path) -> std::io::Result<GuestImage> {
+    let name = runtime.write_image(guest, dir)?;
+    Ok(GuestImage {
+        path: format!("/guests/{name}"),
+        hash: guest.content_hash().to_owned(),
+        family: guest.family().to_owned(),
+        kind: if guest.is_core_module() {
+            ImageKind::Core
+        } else {
+            ImageKind::Component
+        },
+    })
 }
 
 fn create_image_dir(dir: &Path) -> std::io::Result<()> {

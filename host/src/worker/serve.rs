@@ -184,11 +184,8 @@ pub fn main() -> std::process::ExitCode {
     };
     let mut guests: HashMap<String, Guest> = HashMap::new();
     for img in &images {
-        match rt.load_trusted_image(std::path::Path::new(&img.path), &img.hash, &img.family) {
-            Ok(g) => {
-                guests.insert(img.path.clone(), g);
-            }
-            Err(e) => return fail(&out, &format!("cannot load a guest image: {e}")),
+        if let Err(e) = guest_for(&rt, &mut guests, img) {
+            return fail(&out, &format!("cannot load a guest image: {e}"));
         }
     }
     if !out.send(&FromWorker::Ready {
@@ -265,7 +262,7 @@ pub fn main() -> std::process::ExitCode {
                     envelope,
                     grants,
                 } => {
-                    let g = match guest_for(&rt, &guests, &guest) {
+                    let g = match guest_for(&rt, &mut guests, &guest) {
                         Ok(g) => g,
                         Err(e) => return fail(&out, &e),
                     };
@@ -305,7 +302,7 @@ pub fn main() -> std::process::ExitCode {
                     }
                     let mut list = Vec::with_capacity(images.len());
                     for img in images.iter().take(16) {
-                        match guest_for(&rt, &guests, img) {
+                        match guest_for(&rt, &mut guests, img) {
                             Ok(g) => list.push(g),
                             Err(e) => return fail(&out, &e),
                         }
@@ -414,18 +411,30 @@ fn stdin_is_fifo() -> bool {
     unsafe { libc::fstat(0, &mut st) == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFIFO }
 }
 
-/// The guest at `img`: loaded at start, or now.
+/// Most guests one worker keeps loaded.
+const MAX_LOADED: usize = 32;
+
+/// The guest at `img`: loaded before, or now (and kept, up to
+/// [`MAX_LOADED`]: a core-module guest's trees are tens of megabytes).
 fn guest_for(
     rt: &Runtime,
-    loaded: &HashMap<String, Guest>,
+    loaded: &mut HashMap<String, Guest>,
     img: &crate::worker::protocol::GuestImage,
 ) -> Result<Guest, String> {
-    match loaded.get(&img.path) {
-        Some(g) => Ok(g.clone()),
-        None => rt
-            .load_trusted_image(std::path::Path::new(&img.path), &img.hash, &img.family)
-            .map_err(|e| format!("guest image: {e}")),
+    use crate::worker::protocol::ImageKind;
+    if let Some(g) = loaded.get(&img.path) {
+        return Ok(g.clone());
     }
+    let path = std::path::Path::new(&img.path);
+    let g = match img.kind {
+        ImageKind::Component => rt.load_trusted_image(path, &img.hash, &img.family),
+        ImageKind::Core => rt.load_trusted_core(path, &img.hash),
+    }
+    .map_err(|e| format!("guest image: {e}"))?;
+    if loaded.len() < MAX_LOADED {
+        loaded.insert(img.path.clone(), g.clone());
+    }
+    Ok(g)
 }
 
 /// The broker side of one run or evaluation: calls cross to the

@@ -45,6 +45,10 @@ const MIN_QEMU: (u32, u32) = (7, 0);
 /// Guest RAM in MiB (`PLIMSOLL_MICROVM_MEMORY_MIB`). QEMU touches only what
 /// the guest uses.
 const DEFAULT_MEMORY_MIB: u64 = 1024;
+/// Initramfs archives kept for reuse (see [`Microvm::initramfs`]).
+const KEPT_ARCHIVES: usize = 2;
+/// Most entries of core images one VM carries.
+const MAX_BUNDLE_FILES: usize = crate::scientific::MAX_DATA_FILES + 64;
 
 /// The microVM wrapper.
 pub struct Microvm {
@@ -59,8 +63,9 @@ pub struct Microvm {
     memory_mib: u64,
     /// Where initramfs archives are written.
     work: PathBuf,
-    /// The current archive and the inputs it was built from.
-    initramfs: Mutex<Option<(String, PathBuf)>>,
+    /// The archives kept and the inputs each was built from, most
+    /// recently used last.
+    initramfs: Mutex<Vec<(String, PathBuf)>>,
     kvm_gid: Option<u32>,
     /// The host's TSC frequency, told to a TCG guest.
     tsc_khz: Option<u64>,
@@ -318,7 +323,7 @@ impl Microvm {
             worker,
             memory_mib,
             work,
-            initramfs: Mutex::new(None),
+            initramfs: Mutex::new(Vec::new()),
             kvm_gid: kvm_group(),
             tsc_khz: if accel == "tcg" { host_tsc_khz() } else { None },
         })
@@ -341,28 +346,86 @@ impl Microvm {
         Ok(v)
     }
 
+    /// The files of the core-module bundles `names` (directories in
+    /// `dir`): each directory and regular file below them, as its path
+    /// relative to `dir`, its host path and its size (`None` for a
+    /// directory). Links and other kinds are left out; at most
+    /// [`MAX_BUNDLE_FILES`] entries.
+    fn bundles(
+        dir: &Path,
+        names: &[String],
+    ) -> Result<Vec<(String, PathBuf, Option<u64>)>, WrapperError> {
+        let bad = |m: String| WrapperError::Setup(format!("microVM initramfs: {m}"));
+        let mut out = Vec::new();
+        let mut stack: Vec<String> = Vec::new();
+        for n in names {
+            if n.contains('/') || n.starts_with('.') || !n.ends_with(".core") {
+                return Err(bad(format!("{n:?} is not a core image's name")));
+            }
+            stack.push(n.clone());
+        }
+        while let Some(rel) = stack.pop() {
+            let host = dir.join(&rel);
+            out.push((rel.clone(), host.clone(), None));
+            let rd =
+                std::fs::read_dir(&host).map_err(|e| bad(format!("{}: {e}", host.display())))?;
+            let mut entries: Vec<_> = rd.flatten().collect();
+            entries.sort_by_key(|e| e.file_name());
+            for e in entries {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let Ok(ft) = e.file_type() else { continue };
+                let child = format!("{rel}/{name}");
+                if ft.is_dir() {
+                    stack.push(child);
+                } else if ft.is_file() {
+                    let len = e.metadata().map(|m| m.len()).unwrap_or(0);
+                    out.push((child, e.path(), Some(len)));
+                }
+                if out.len() > MAX_BUNDLE_FILES {
+                    return Err(bad(format!(
+                        "{rel} holds more than {MAX_BUNDLE_FILES} entries"
+                    )));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Guest RAM for a VM booted from an archive of `archive_bytes`: the
+    /// setting, plus twice the archive (the kernel holds the archive and
+    /// the files it unpacks from it at once while it boots, and the guest
+    /// images stay in its memory as files).
+    fn memory_for(&self, archive_bytes: u64) -> u64 {
+        let extra = archive_bytes.div_ceil(1 << 20).saturating_mul(2);
+        self.memory_mib.saturating_add(extra).min(65536)
+    }
+
     /// The initramfs for `launch`, rebuilt only when its inputs changed
-    /// (a new guest image, a rebuilt worker).
+    /// (a new guest image, a rebuilt worker). The archives of the last
+    /// [`KEPT_ARCHIVES`] sets of inputs are kept (a VM with a core image
+    /// and one without alternate).
     fn initramfs(&self, l: &Launch) -> Result<PathBuf, WrapperError> {
         let err = |e: std::io::Error| WrapperError::Setup(format!("microVM initramfs: {e}"));
         let images = Microvm::images(&l.image_dir)?;
+        let bundles = Microvm::bundles(&l.image_dir, &l.bundles)?;
         let wmd = std::fs::metadata(&self.worker).map_err(err)?;
         let key = format!(
-            "{}:{:?}:{}",
+            "{}:{:?}:{}:{}",
             wmd.len(),
             wmd.modified().ok(),
             images
                 .iter()
                 .map(|(n, _, s)| format!("{n}={s}"))
                 .collect::<Vec<_>>()
-                .join(",")
+                .join(","),
+            l.bundles.join(",")
         );
-        let mut current = self.initramfs.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((k, p)) = &*current
-            && *k == key
-            && p.is_file()
-        {
-            return Ok(p.clone());
+        let mut kept = self.initramfs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = kept.iter().position(|(k, p)| *k == key && p.is_file()) {
+            let hit = kept.remove(i);
+            let path = hit.1.clone();
+            kept.push(hit);
+            return Ok(path);
         }
         let n = SEQ.fetch_add(1, Ordering::Relaxed);
         let path = self
@@ -393,11 +456,21 @@ impl Microvm {
             a.file_from(&format!("guests/{name}"), 0o444, src)
                 .map_err(err)?;
         }
+        for (rel, src, len) in &bundles {
+            match len {
+                None => a.dir(&format!("guests/{rel}"), 0o555).map_err(err)?,
+                Some(_) => a
+                    .file_from(&format!("guests/{rel}"), 0o444, src)
+                    .map_err(err)?,
+            }
+        }
         a.finish().map_err(err)?;
         std::fs::rename(&tmp, &path).map_err(err)?;
         // The archive QEMU reads is a copy in its memory from the moment
-        // it starts, so the previous one can go.
-        if let Some((_, old)) = current.replace((key, path.clone())) {
+        // it starts, so an archive no longer kept can go.
+        kept.push((key, path.clone()));
+        while kept.len() > KEPT_ARCHIVES {
+            let (_, old) = kept.remove(0);
             let _ = std::fs::remove_file(old);
         }
         Ok(path)
@@ -442,6 +515,7 @@ impl Wrapper for Microvm {
 
     fn prepare(&self, l: &Launch) -> Result<Prepared, WrapperError> {
         let initramfs = self.initramfs(l)?;
+        let archive_bytes = std::fs::metadata(&initramfs).map(|m| m.len()).unwrap_or(0);
         let kernel_fd = inheritable(&self.kernel)?;
         let initrd_fd = inheritable(&initramfs)?;
         let mut append = vec![
@@ -470,7 +544,7 @@ impl Wrapper for Microvm {
             .args(["-cpu", if self.accel == "kvm" { "host" } else { "max" }])
             .args(["-smp", "1"])
             .arg("-m")
-            .arg(format!("{}M", self.memory_mib))
+            .arg(format!("{}M", self.memory_for(archive_bytes)))
             .args(["-nodefaults", "-no-user-config", "-display", "none"])
             .arg("-no-reboot")
             // QEMU's own seccomp filter: no spawning, no privilege changes,

@@ -36,6 +36,10 @@ pub struct Launch {
     /// The directory of precompiled guest images (mounted read-only at
     /// `/guests`).
     pub image_dir: PathBuf,
+    /// Core-module guests' directories in `image_dir` this worker must see
+    /// (a wrapper that mounts `image_dir` shows them anyway; a VM's
+    /// initramfs carries only these).
+    pub bundles: Vec<String>,
     /// Size of the worker's tmpfs workspace root.
     pub workspace_bytes: u64,
     /// The uid (and gid) inside.

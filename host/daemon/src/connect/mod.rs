@@ -249,11 +249,9 @@ async fn serve(
 
 /// The software a session runs: its interpreters, as one identity.
 fn session_identity(app: &App) -> String {
-    let mut ids: Vec<String> = app
-        .sandbox
-        .interpreter_identities()
+    let mut ids: Vec<String> = [Language::Python, Language::Javascript]
         .into_iter()
-        .map(|(_, id)| id)
+        .filter_map(|l| identity_of(app, l))
         .collect();
     ids.sort();
     let joined = ids.join("\0");
@@ -263,9 +261,13 @@ fn session_identity(app: &App) -> String {
     )
 }
 
+/// The identity of the guest that runs `language` here: the operator's
+/// default (for Python, the scientific guest under
+/// `PLIMSOLL_PYTHON_GUEST=scientific`), as every run of the protocol uses.
 fn identity_of(app: &App, language: Language) -> Option<String> {
     app.sandbox
-        .interpreter(language)
+        .interpreter_for(language, None)
+        .ok()
         .map(|g| g.identity().to_owned())
 }
 
@@ -973,9 +975,9 @@ async fn open_session(
             "sessions keep interpreters in the daemon's process: only the `wasm` provider offers them",
         ));
     }
-    let (Some(py), Some(js)) = (
-        app.sandbox.interpreter(Language::Python).cloned(),
-        app.sandbox.interpreter(Language::Javascript).cloned(),
+    let (Ok(py), Ok(js)) = (
+        app.sandbox.interpreter_for(Language::Python, None),
+        app.sandbox.interpreter_for(Language::Javascript, None),
     ) else {
         return Err(unsupported("sessions need both interpreters"));
     };
