@@ -76,10 +76,23 @@ $(GUESTS_OUT)/scientific/scientific.wasm: guests/scientific/build.sh guests/scie
 ## The pinned clients the tests drive plimsolld with (tests/protocol):
 ## plimsoll-client 0.23.0 from PyPI, in a virtualenv of its own.
 CLIENTS_VENV := $(CURDIR)/target/clients/venv
-clients: $(CLIENTS_VENV)/.plimsoll-client-0.23.0
+## The MCP clients `plimsoll mcp` is tested with (tests/mcp.rs): the
+## official Python SDK (`mcp` 2.3.0, same virtualenv) and the MCP
+## Inspector's CLI (npm, pinned; Debian's nodejs when npm is missing).
+INSPECTOR_DIR := $(CURDIR)/target/clients/inspector
+clients: $(CLIENTS_VENV)/.plimsoll-client-0.23.0 $(CLIENTS_VENV)/.mcp-2.3.0 $(INSPECTOR_DIR)/.inspector-2.12.0
 $(CLIENTS_VENV)/.plimsoll-client-0.23.0:
 	python3 -m venv $(CLIENTS_VENV)
 	$(CLIENTS_VENV)/bin/pip install --quiet --disable-pip-version-check plimsoll-client==0.23.0
+	@touch $@
+$(CLIENTS_VENV)/.mcp-2.3.0: $(CLIENTS_VENV)/.plimsoll-client-0.23.0
+	$(CLIENTS_VENV)/bin/pip install --quiet --disable-pip-version-check mcp==2.3.0
+	@touch $@
+$(INSPECTOR_DIR)/.inspector-2.12.0:
+	@command -v npm >/dev/null 2>&1 || { DEBIAN_FRONTEND=noninteractive $(APT) update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq --no-install-recommends nodejs npm; }
+	mkdir -p $(INSPECTOR_DIR)
+	cd $(INSPECTOR_DIR) && npm install --silent --no-audit --no-fund @modelcontextprotocol/inspector@2.12.0
 	@touch $@
 
 build: setup

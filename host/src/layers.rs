@@ -69,6 +69,9 @@ pub const LEVELS: &[(&str, u8)] = &[
     // L6 wire adapters.
     ("config", 6),
     ("batch", 6),
+    ("mcp", 6),
+    ("mcp/backend", 6),
+    ("mcp/render", 6),
     ("preinit", 6),
     ("worker/serve", 6),
     ("worker/vm_init", 6),

@@ -38,6 +38,8 @@ mod http_gate;
 mod layers;
 pub mod limiter;
 pub mod live_session;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod memfs;
 pub mod memtree;
 pub mod output;

@@ -509,10 +509,10 @@ impl Provider for WrappedProvider {
                     message: "the worker pool is shut down".into(),
                 });
             };
-            let task = handle.spawn(async move {
+            let mut task = AbortOnDrop(handle.spawn(async move {
                 crate::worker::pool::Pool::open_session(&pool, &caller, &opts, &env).await
-            });
-            match task.await {
+            }));
+            match (&mut task.0).await {
                 Ok(r) => r.map(|s| Box::new(s) as Box<dyn LiveSession>),
                 Err(_) => Err(ErrorInfo {
                     code: "worker_lost".into(),
@@ -548,11 +548,13 @@ impl Provider for WrappedProvider {
                 );
             };
             let id = run_id.clone();
-            let task = handle.spawn(async move {
+            // Dropping this future (a canceled run) aborts the task, and with
+            // it the run's worker.
+            let mut task = AbortOnDrop(handle.spawn(async move {
                 crate::worker::pool::Pool::run(&pool, &caller, &guest, &req, &env, grants, run_id)
                     .await
-            });
-            match task.await {
+            }));
+            match (&mut task.0).await {
                 Ok(r) => r,
                 Err(_) => {
                     let mut r = RunResult::refused(id, iso, "worker_lost", "the run's task failed");
@@ -561,5 +563,15 @@ impl Provider for WrappedProvider {
                 }
             }
         })
+    }
+}
+
+/// A spawned task that is aborted when its handle is dropped: a run on the
+/// pool's runtime stops when whoever awaited it stops waiting.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

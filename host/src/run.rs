@@ -187,11 +187,14 @@ pub enum Status {
     /// The worker running the guest (behind a wrapper) died, hung or broke
     /// the protocol; only this run is lost.
     WorkerLost,
+    /// The caller canceled the run while it was in flight (an MCP client's
+    /// `notifications/cancelled`); it was stopped where it stood.
+    Canceled,
 }
 
 impl Status {
     /// Every status, for metrics and summaries.
-    pub const ALL: [Status; 10] = [
+    pub const ALL: [Status; 11] = [
         Status::Ok,
         Status::Error,
         Status::Timeout,
@@ -202,6 +205,7 @@ impl Status {
         Status::Trap,
         Status::Refused,
         Status::WorkerLost,
+        Status::Canceled,
     ];
 
     /// The stable snake_case name.
@@ -217,6 +221,7 @@ impl Status {
             Status::Trap => "trap",
             Status::Refused => "refused",
             Status::WorkerLost => "worker_lost",
+            Status::Canceled => "canceled",
         }
     }
 }

@@ -18,6 +18,7 @@ const EXIT_OUTPUT: u8 = 141;
 const EXIT_CPU: u8 = 152;
 const EXIT_DISK: u8 = 153;
 const EXIT_WORKER_LOST: u8 = 154;
+const EXIT_CANCELED: u8 = 130;
 
 #[derive(Parser)]
 #[command(
@@ -56,6 +57,11 @@ enum Command {
     /// of the result skip the interpreter's start-up. Only for components
     /// built to be snapshotted (see docs/guests.md).
     Preinit(PreinitArgs),
+    /// Serve the sandbox as a Model Context Protocol server over stdin and
+    /// stdout (tools run_code, open_session, run_cell, close_session), with
+    /// the same settings as `run`. Without a provider every call answers
+    /// the disabled refusal.
+    Mcp(McpArgs),
     /// Make the scientific Python guest's snapshot (build step; see
     /// guests/scientific/build.sh).
     #[command(hide = true)]
@@ -113,6 +119,17 @@ struct BatchArgs {
     /// Print the closing summary as JSON on stdout.
     #[arg(long = "summary-json")]
     summary_json: bool,
+}
+
+#[derive(Args)]
+struct McpArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Offer the scientific Python guest too (numpy, pandas, scipy,
+    /// scikit-learn, statsmodels, matplotlib; its first load reads and
+    /// maps about 525 MB).
+    #[arg(long)]
+    scientific: bool,
 }
 
 #[derive(Args)]
@@ -222,6 +239,7 @@ fn main() -> ExitCode {
         Command::Info(common) => info(common),
         Command::Repl(args) => runtime.block_on(repl(args)),
         Command::Batch(args) => runtime.block_on(batch(args)),
+        Command::Mcp(args) => runtime.block_on(mcp(args)),
         Command::Preinit(args) => runtime.block_on(preinit(args)),
         Command::PreinitScientific(args) => runtime.block_on(preinit_scientific(args)),
     }
@@ -634,6 +652,7 @@ fn exit_code(r: &RunResult) -> u8 {
         Status::Trap => EXIT_TRAP,
         Status::Refused => EXIT_REFUSED,
         Status::WorkerLost => EXIT_WORKER_LOST,
+        Status::Canceled => EXIT_CANCELED,
     }
 }
 
@@ -645,6 +664,37 @@ fn opens_block(line: &str) -> bool {
         || t.ends_with('(')
         || t.ends_with('[')
         || t.ends_with('\\')
+}
+
+async fn mcp(args: McpArgs) -> ExitCode {
+    let mut cfg = match sandbox_config(&args.common) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    if args.scientific && cfg.scientific.is_none() {
+        cfg.scientific = plimsoll::config::default_scientific_dir();
+        if cfg.scientific.is_none() && cfg.provider != ProviderKind::Disabled {
+            return fail(NO_SCIENTIFIC);
+        }
+    }
+    let sandbox = match Sandbox::new(cfg) {
+        Ok(s) => s,
+        Err(e) => return fail(&e.to_string()),
+    };
+    // stdout is the protocol's; a note for whoever reads the server's log.
+    eprintln!(
+        "plimsoll mcp: provider {}, isolation {}",
+        sandbox.provider_name(),
+        sandbox.isolation().tier
+    );
+    let backend = std::sync::Arc::new(plimsoll::mcp::backend::LocalBackend::new(
+        std::sync::Arc::new(sandbox),
+        plimsoll::sandbox::LOCAL_CALLER,
+    ));
+    match plimsoll::mcp::serve_stdio(backend).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    }
 }
 
 async fn repl(args: ReplArgs) -> ExitCode {
