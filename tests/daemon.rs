@@ -1968,6 +1968,63 @@ fn the_real_plimsoll_client_drives_the_scientific_guest() {
     }
 }
 
+/// `/mcp` on a real plimsolld, driven by the official Python MCP SDK over
+/// streamable HTTP (tests/mcp/http_checks.py): tokens as for REST, runs and
+/// sessions of the caller, a grant whose credential is in no answer, a
+/// 100 MiB body and a 10,000-call batch refused typed, metadata-only audit.
+#[test]
+fn the_mcp_python_sdk_drives_the_daemon_over_streamable_http() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (up, addr) = rt.block_on(upstream::start_upstream());
+    let d = Setup::new(Some(addr)).start();
+    let out = Command::new(client_python())
+        .arg(repo().join("tests/mcp/http_checks.py"))
+        .env("PLIMSOLL_MCP_URL", format!("http://{}/mcp", d.addr))
+        .env("PLIMSOLL_TOKEN", ALICE)
+        .env("PLIMSOLL_OTHER_TOKEN", BOB)
+        .env("PLIMSOLL_NOSCOPE_TOKEN", CAROL)
+        .env("PLIMSOLL_SECRET", upstream::STATIC_TOKEN)
+        .output()
+        .expect("run the MCP HTTP checks");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    eprintln!("{stdout}");
+    assert!(
+        out.status.success() && stdout.contains("all checks passed"),
+        "the MCP HTTP checks failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        up.seen().iter().any(|s| s
+            .headers
+            .iter()
+            .any(|(k, v)| k == "authorization" && v.contains(upstream::STATIC_TOKEN))),
+        "the grant call did not reach the upstream with the credential"
+    );
+    let audit = d.audit();
+    assert!(!audit.contains(upstream::STATIC_TOKEN));
+    let mcp_runs = audit
+        .lines()
+        .filter(|l| l.contains("\"protocol\":\"mcp\"") && l.contains("\"event\":\"run\""))
+        .count();
+    assert!(mcp_runs >= 4, "MCP runs are audited:\n{audit}");
+    // The canceled run's record is written when its future is dropped.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let audit = d.audit();
+        if audit
+            .lines()
+            .any(|l| l.contains("\"protocol\":\"mcp\"") && l.contains("\"outcome\":\"canceled\""))
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no canceled run in the audit log:\n{audit}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// A Connect call with a request id; `body` is sent as is.
 fn connect_call(d: &Daemon, procedure: &str, id: &str, body: &[u8]) -> Resp {
     let mut raw = format!(

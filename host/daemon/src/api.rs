@@ -91,7 +91,9 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .fallback(not_found)
-        .with_state(app)
+        .with_state(app.clone())
+        // MCP over streamable HTTP, authenticated like the routes above.
+        .merge(crate::mcp::router(app))
 }
 
 /// The metrics router.

@@ -15,6 +15,7 @@ pub mod config;
 pub mod connect;
 pub mod error;
 pub mod hardened;
+pub mod mcp;
 pub mod metrics;
 pub mod openapi;
 pub mod quota;

@@ -25,6 +25,9 @@ pub struct Offered {
 /// Runs code for one MCP connection's caller. Every method answers; none
 /// panics on what a client sent.
 pub trait Backend: Send + Sync + 'static {
+    /// The caller it acts for (an MCP connection belongs to one).
+    fn caller_id(&self) -> &str;
+
     /// The guests really present, for the tools' schemas and descriptions.
     fn offered(&self) -> Vec<Offered>;
 
@@ -91,6 +94,10 @@ pub fn offered_by(sandbox: &Sandbox) -> Vec<Offered> {
 }
 
 impl Backend for LocalBackend {
+    fn caller_id(&self) -> &str {
+        &self.caller
+    }
+
     fn offered(&self) -> Vec<Offered> {
         offered_by(&self.sandbox)
     }

@@ -55,18 +55,60 @@ pub const MAX_SESSIONS_PER_CONNECTION: usize = 8;
 /// How often a run in flight reports progress.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
-/// The sessions one connection opened; dropping it (the connection's
-/// end) closes them all.
+/// Where a connection's [`Backend`] comes from: one fixed backend (the
+/// stdio server's), or one per request for the caller its transport
+/// authenticated (plimsolld's `/mcp`, which puts the caller in the HTTP
+/// request's extensions).
+pub trait Connector: Send + Sync + 'static {
+    /// The backend for a request whose HTTP parts are `parts` (`None` over
+    /// stdio); `None` when the request carries no caller.
+    fn backend(&self, parts: Option<&http::request::Parts>) -> Option<Arc<dyn Backend>>;
+
+    /// The isolation runs get now (for the server's description).
+    fn isolation(&self) -> crate::tier::Isolation;
+}
+
+struct Fixed(Arc<dyn Backend>);
+
+impl Connector for Fixed {
+    fn backend(&self, _parts: Option<&http::request::Parts>) -> Option<Arc<dyn Backend>> {
+        Some(self.0.clone())
+    }
+
+    fn isolation(&self) -> crate::tier::Isolation {
+        self.0.isolation()
+    }
+}
+
+/// The sessions one connection opened, and the caller the connection
+/// belongs to (that of its first call); dropping it (the connection's
+/// end) closes the sessions.
 pub struct ConnectionSessions {
-    backend: Arc<dyn Backend>,
+    bound: Mutex<Option<Arc<dyn Backend>>>,
     open: Mutex<Vec<String>>,
 }
 
 impl ConnectionSessions {
-    fn new(backend: Arc<dyn Backend>) -> ConnectionSessions {
+    fn new() -> ConnectionSessions {
         ConnectionSessions {
-            backend,
+            bound: Mutex::new(None),
             open: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// `b`, if this connection is its caller's (binding it on first use).
+    fn bind(&self, b: Arc<dyn Backend>) -> Result<Arc<dyn Backend>, ErrorData> {
+        let mut bound = self.bound.lock().unwrap_or_else(|p| p.into_inner());
+        match &*bound {
+            Some(first) if first.caller_id() != b.caller_id() => Err(ErrorData::invalid_request(
+                "this MCP connection belongs to another caller",
+                None,
+            )),
+            Some(_) => Ok(b),
+            None => {
+                *bound = Some(b.clone());
+                Ok(b)
+            }
         }
     }
 
@@ -89,8 +131,11 @@ impl ConnectionSessions {
 impl Drop for ConnectionSessions {
     fn drop(&mut self) {
         let open = std::mem::take(&mut *self.open.lock().unwrap_or_else(|p| p.into_inner()));
-        for id in open {
-            self.backend.close_session(&id);
+        let bound = self.bound.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(b) = bound {
+            for id in open {
+                b.close_session(&id);
+            }
         }
     }
 }
@@ -99,7 +144,7 @@ impl Drop for ConnectionSessions {
 /// connection's sessions and artifacts).
 #[derive(Clone)]
 pub struct McpServer {
-    backend: Arc<dyn Backend>,
+    connector: Arc<dyn Connector>,
     sessions: Arc<ConnectionSessions>,
     artifacts: Arc<Mutex<Artifacts>>,
 }
@@ -107,21 +152,32 @@ pub struct McpServer {
 impl McpServer {
     /// A server for one connection, running code on `backend`.
     pub fn new(backend: Arc<dyn Backend>) -> McpServer {
+        McpServer::with_connector(Arc::new(Fixed(backend)))
+    }
+
+    /// A server for one connection whose backend each request's
+    /// `connector` finds.
+    pub fn with_connector(connector: Arc<dyn Connector>) -> McpServer {
         McpServer {
-            sessions: Arc::new(ConnectionSessions::new(backend.clone())),
-            backend,
+            connector,
+            sessions: Arc::new(ConnectionSessions::new()),
             artifacts: Arc::new(Mutex::new(Artifacts::default())),
         }
     }
 
-    /// The tools, with schemas naming only the guests really present.
-    pub fn tools(&self) -> Vec<Tool> {
-        tools(
-            &self.backend.offered(),
-            &self.backend.isolation(),
-            self.backend.max_wall_time_ms(),
-        )
+    /// The backend for this request (and the connection's caller).
+    fn backend_for(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<dyn Backend>, ErrorData> {
+        let parts = ctx.extensions.get::<http::request::Parts>();
+        let b = self.connector.backend(parts).ok_or_else(|| {
+            ErrorData::invalid_request("this request carries no authenticated caller", None)
+        })?;
+        self.sessions.bind(b)
     }
+}
+
+/// The tools, with schemas naming only the guests `b` really has.
+pub fn tools_of(b: &dyn Backend) -> Vec<Tool> {
+    tools(&b.offered(), &b.isolation(), b.max_wall_time_ms())
 }
 
 /// The guests' language names and whether a scientific guest is there.
@@ -322,6 +378,7 @@ fn guest_name(guest: Option<String>) -> Option<String> {
 impl McpServer {
     async fn run_code(
         &self,
+        b: &dyn Backend,
         args: RunCodeArgs,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
@@ -336,19 +393,23 @@ impl McpServer {
             // refused (as the plimsoll protocol does); 0 is refused by the
             // envelope as for every request.
             req.limits = Limits {
-                wall_time_ms: Some(ms.min(self.backend.max_wall_time_ms())),
+                wall_time_ms: Some(ms.min(b.max_wall_time_ms())),
                 ..Limits::default()
             };
         }
         let budget = req.limits.wall_time_ms;
         let r = self
-            .in_flight(self.backend.run(req), budget, ctx)
+            .in_flight(b.run(req), budget, ctx)
             .await
-            .unwrap_or_else(|| canceled(&self.backend.isolation()));
+            .unwrap_or_else(|| canceled(&b.isolation()));
         Ok(self.render(&r))
     }
 
-    async fn open_session(&self, args: OpenSessionArgs) -> Result<CallToolResult, ErrorData> {
+    async fn open_session(
+        &self,
+        b: &dyn Backend,
+        args: OpenSessionArgs,
+    ) -> Result<CallToolResult, ErrorData> {
         let lang = language(&args.language)?;
         if self
             .sessions
@@ -370,14 +431,14 @@ impl McpServer {
             guest: guest_name(args.guest),
             ..RunRequest::default()
         };
-        match self.backend.open_session(req).await {
+        match b.open_session(req).await {
             Ok(info) => {
                 self.sessions
                     .open
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .push(info.session_id.clone());
-                let tier = self.backend.isolation().tier;
+                let tier = b.isolation().tier;
                 Ok(render::structured(
                     json!({
                         "session": info.session_id,
@@ -404,6 +465,7 @@ impl McpServer {
 
     async fn run_cell(
         &self,
+        b: &dyn Backend,
         args: RunCellArgs,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
@@ -423,7 +485,7 @@ impl McpServer {
         // A cell is not stopped halfway (its interpreter would be left in
         // the middle of a call): it ends at its own timeout, with progress
         // reported meanwhile.
-        let cell = self.backend.run_cell(&args.session, req);
+        let cell = b.run_cell(&args.session, req);
         let r = self.with_progress(cell, None, ctx).await;
         if r.session_closed {
             self.sessions.forget(&args.session);
@@ -431,8 +493,12 @@ impl McpServer {
         Ok(self.render(&r))
     }
 
-    fn close_session(&self, args: CloseSessionArgs) -> Result<CallToolResult, ErrorData> {
-        let was = self.sessions.holds(&args.session) && self.backend.close_session(&args.session);
+    fn close_session(
+        &self,
+        b: &dyn Backend,
+        args: CloseSessionArgs,
+    ) -> Result<CallToolResult, ErrorData> {
+        let was = self.sessions.holds(&args.session) && b.close_session(&args.session);
         self.sessions.forget(&args.session);
         Ok(render::structured(
             json!({"session": args.session, "closed": was}),
@@ -515,7 +581,7 @@ fn canceled(iso: &crate::tier::Isolation) -> RunResult {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let iso = self.backend.isolation();
+        let iso = self.connector.isolation();
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
@@ -532,13 +598,10 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools().into_iter().find(|t| t.name == name)
+        let b = self.backend_for(&context)?;
+        Ok(ListToolsResult::with_all_items(tools_of(b.as_ref())))
     }
 
     async fn call_tool(
@@ -547,11 +610,13 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments;
+        let b = self.backend_for(&context)?;
+        let b = b.as_ref();
         let result = match request.name.as_ref() {
-            "run_code" => self.run_code(parse("run_code", args)?, &context).await,
-            "open_session" => self.open_session(parse("open_session", args)?).await,
-            "run_cell" => self.run_cell(parse("run_cell", args)?, &context).await,
-            "close_session" => self.close_session(parse("close_session", args)?),
+            "run_code" => self.run_code(b, parse("run_code", args)?, &context).await,
+            "open_session" => self.open_session(b, parse("open_session", args)?).await,
+            "run_cell" => self.run_cell(b, parse("run_cell", args)?, &context).await,
+            "close_session" => self.close_session(b, parse("close_session", args)?),
             _ => Err(ErrorData::invalid_params("tool not found", None)),
         }?;
         Ok(result.into())

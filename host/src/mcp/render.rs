@@ -34,33 +34,63 @@ pub struct Artifacts {
     bytes: usize,
 }
 
+/// Artifact bytes kept across every connection of this process: a client
+/// that opens many connections cannot make the server hold more.
+static KEPT_BYTES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 impl Artifacts {
     /// Bytes kept per connection.
     pub const MAX_BYTES: usize = 64 << 20;
     /// Artifacts kept per connection.
     pub const MAX_ENTRIES: usize = 256;
+    /// Bytes kept across all connections; past it a run's other artifacts
+    /// are listed (path, size, hash) but not kept for `resources/read`.
+    pub const MAX_PROCESS_BYTES: usize = 256 << 20;
 
-    fn keep(&mut self, uri: String, mime: String, data: bytes::Bytes) {
+    /// Keeps `data` under `uri`; whether it was kept.
+    fn keep(&mut self, uri: String, mime: String, data: bytes::Bytes) -> bool {
+        use std::sync::atomic::Ordering;
         if data.len() > Self::MAX_BYTES {
-            return;
+            return false;
         }
-        self.bytes += data.len();
-        self.entries.push_back((uri, mime, data));
-        while self.bytes > Self::MAX_BYTES || self.entries.len() > Self::MAX_ENTRIES {
+        // Room in this connection first (the oldest go), then in the process.
+        while self.bytes + data.len() > Self::MAX_BYTES || self.entries.len() >= Self::MAX_ENTRIES {
             match self.entries.pop_front() {
-                Some((_, _, d)) => self.bytes -= d.len(),
+                Some((_, _, d)) => {
+                    self.bytes -= d.len();
+                    KEPT_BYTES.fetch_sub(d.len(), Ordering::AcqRel);
+                }
                 None => break,
             }
         }
+        let reserved = KEPT_BYTES
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |kept| {
+                kept.checked_add(data.len())
+                    .filter(|&n| n <= Self::MAX_PROCESS_BYTES)
+            })
+            .is_ok();
+        if !reserved {
+            return false;
+        }
+        self.bytes += data.len();
+        self.entries.push_back((uri, mime, data));
+        true
     }
 
     /// The artifact at `uri`, with its MIME type, if still kept.
+    #[must_use]
     pub fn get(&self, uri: &str) -> Option<(String, bytes::Bytes)> {
         self.entries
             .iter()
             .rev()
             .find(|(u, _, _)| u == uri)
             .map(|(_, m, d)| (m.clone(), d.clone()))
+    }
+}
+
+impl Drop for Artifacts {
+    fn drop(&mut self) {
+        KEPT_BYTES.fetch_sub(self.bytes, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
@@ -180,17 +210,20 @@ pub fn tool_result(r: &RunResult, store: &mut Artifacts) -> CallToolResult {
             }
             _ => {
                 let mime = image.unwrap_or("application/octet-stream");
-                store.keep(
+                if store.keep(
                     uri.clone(),
                     mime.to_owned(),
                     bytes::Bytes::copy_from_slice(data),
-                );
-                content.push(ContentBlock::resource_link(
-                    Resource::new(uri.clone(), a.path.clone())
-                        .with_mime_type(mime)
-                        .with_size(a.size),
-                ));
-                "resource"
+                ) {
+                    content.push(ContentBlock::resource_link(
+                        Resource::new(uri.clone(), a.path.clone())
+                            .with_mime_type(mime)
+                            .with_size(a.size),
+                    ));
+                    "resource"
+                } else {
+                    "listed"
+                }
             }
         };
         artifacts.push(json!({

@@ -1,0 +1,327 @@
+//! `/mcp`: the MCP tools of `plimsoll mcp` (`plimsoll::mcp`) over the
+//! streamable HTTP transport, on the API listener.
+//!
+//! Every HTTP request is authenticated before the MCP layer sees it, with
+//! the `code:run` scope, exactly as a REST run: a missing or wrong token is
+//! 401, a missing scope 403, a drained daemon 503, a caller past its rate
+//! 429, all with the REST API's JSON error body. The caller found is handed
+//! to the MCP layer in the request's extensions, and each tool call runs
+//! through [`DaemonBackend`], which applies the caller's grant profiles,
+//! envelope, floor, concurrency and daily allowance, counts the run in
+//! `/metrics` and writes its audit record — a canceled run's too
+//! (`canceled`). An MCP connection belongs to the caller of its first call;
+//! another caller's token on it is refused, and its sessions are that
+//! caller's.
+
+use crate::api::App;
+use crate::callers::{Caller, Scope};
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::future::BoxFuture;
+use plimsoll::mcp::backend::{Backend, Offered};
+use plimsoll::mcp::{Connector, McpServer};
+use plimsoll::run::ErrorInfo;
+use plimsoll::session::SessionInfo;
+use plimsoll::{Isolation, RunRequest, RunResult, Status};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Largest MCP request body (a JSON-RPC message): a larger one is 413.
+pub const MAX_MCP_BODY: usize = 4 << 20;
+
+/// The `/mcp` service, with its authentication in front.
+pub fn router(app: Arc<App>) -> axum::Router {
+    let connector = Arc::new(DaemonConnector { app: app.clone() });
+    let service = StreamableHttpService::new(
+        move || Ok(McpServer::with_connector(connector.clone())),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default()
+            // Every request carries a bearer token, so the DNS-rebinding
+            // guard for unauthenticated local servers is not what protects
+            // this one; the daemon may be reached under any host name.
+            .disable_allowed_hosts()
+            .with_max_request_body_bytes(MAX_MCP_BODY),
+    );
+    axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(app, authenticate))
+}
+
+async fn authenticate(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+    let caller = match app.authorize(req.headers(), Some(Scope::CodeRun)) {
+        Ok(c) => c,
+        Err(e) => return e.into_response(),
+    };
+    if let Err(e) = app.check_open() {
+        return e.into_response();
+    }
+    if let Err(s) = app.quotas.check_rate(&caller) {
+        return app.shed(s).into_response();
+    }
+    // A declared length over the cap is refused before a byte of the body
+    // is read (the MCP layer also stops reading at the cap).
+    let declared = req
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_MCP_BODY as u64) {
+        return crate::error::ApiError::new(
+            "body_too_large",
+            format!("an MCP request body is at most {MAX_MCP_BODY} bytes"),
+        )
+        .into_response();
+    }
+    req.extensions_mut().insert(caller);
+    next.run(req).await
+}
+
+/// Finds the caller the authentication put in a request's extensions.
+struct DaemonConnector {
+    app: Arc<App>,
+}
+
+impl Connector for DaemonConnector {
+    fn backend(&self, parts: Option<&http::request::Parts>) -> Option<Arc<dyn Backend>> {
+        let caller = parts?.extensions.get::<Arc<Caller>>()?.clone();
+        Some(Arc::new(DaemonBackend {
+            app: self.app.clone(),
+            caller,
+        }))
+    }
+
+    fn isolation(&self) -> Isolation {
+        self.app.sandbox.isolation()
+    }
+}
+
+/// One caller's runs and sessions, with the REST API's checks, metrics and
+/// audit.
+struct DaemonBackend {
+    app: Arc<App>,
+    caller: Arc<Caller>,
+}
+
+fn refused(app: &App, code: &str, message: String) -> RunResult {
+    RunResult::refused(String::new(), app.sandbox.isolation(), code, message)
+}
+
+/// Writes a canceled run's audit record if the run's future is dropped
+/// before it finished.
+struct CancelAudit {
+    app: Arc<App>,
+    caller: Arc<Caller>,
+    req: Option<RunRequest>,
+    event: &'static str,
+    started: Instant,
+}
+
+impl Drop for CancelAudit {
+    fn drop(&mut self) {
+        let Some(req) = self.req.take() else { return };
+        let mut r = refused(
+            &self.app,
+            "canceled",
+            "the client canceled the request".into(),
+        );
+        r.status = Status::Canceled;
+        let mut rec = self
+            .app
+            .run_record(self.event, &self.caller, &req, &r, self.started);
+        rec.protocol = Some("mcp");
+        let app = self.app.clone();
+        let caller = self.caller.clone();
+        if let Ok(h) = tokio::runtime::Handle::try_current() {
+            h.spawn(async move {
+                let _ = app.settle(&caller, &req, &r, rec).await;
+            });
+        }
+    }
+}
+
+impl DaemonBackend {
+    async fn settle(
+        &self,
+        event: &'static str,
+        req: &RunRequest,
+        r: RunResult,
+        started: Instant,
+    ) -> RunResult {
+        let mut rec = self.app.run_record(event, &self.caller, req, &r, started);
+        rec.protocol = Some("mcp");
+        match self.app.settle(&self.caller, req, &r, rec).await {
+            Ok(()) => r,
+            // A result whose record could not be written is not answered.
+            Err(e) => refused(&self.app, &e.code, e.message),
+        }
+    }
+}
+
+impl Backend for DaemonBackend {
+    fn caller_id(&self) -> &str {
+        &self.caller.id
+    }
+
+    fn offered(&self) -> Vec<Offered> {
+        plimsoll::mcp::backend::offered_by(&self.app.sandbox)
+    }
+
+    fn isolation(&self) -> Isolation {
+        self.app.sandbox.isolation()
+    }
+
+    fn max_wall_time_ms(&self) -> u64 {
+        self.caller.envelope.wall_time_ms
+    }
+
+    fn run(&self, mut req: RunRequest) -> BoxFuture<'_, RunResult> {
+        Box::pin(async move {
+            let started = Instant::now();
+            if let Err(e) = self.app.bind_to_caller(&self.caller, &mut req) {
+                return refused(&self.app, &e.code, e.message);
+            }
+            if let Err(e) = self.app.check_audit() {
+                return refused(&self.app, &e.code, e.message);
+            }
+            let permit = match self.app.quotas.admit(&self.caller) {
+                Ok(p) => p,
+                Err(s) => {
+                    let e = self.app.shed(s);
+                    return refused(&self.app, &e.code, e.message);
+                }
+            };
+            self.app.metrics.set_inflight(self.app.quotas.inflight());
+            let mut guard = CancelAudit {
+                app: self.app.clone(),
+                caller: self.caller.clone(),
+                req: Some(req.clone()),
+                event: "run",
+                started,
+            };
+            let r = self.app.sandbox.run_as(&self.caller.id, &req).await;
+            guard.req = None;
+            drop(permit);
+            self.app.metrics.set_inflight(self.app.quotas.inflight());
+            self.settle("run", &req, r, started).await
+        })
+    }
+
+    fn open_session(&self, mut req: RunRequest) -> BoxFuture<'_, Result<SessionInfo, ErrorInfo>> {
+        Box::pin(async move {
+            let err = |code: &str, message: String| ErrorInfo {
+                code: code.into(),
+                message,
+            };
+            self.app
+                .bind_to_caller(&self.caller, &mut req)
+                .map_err(|e| err(&e.code, e.message))?;
+            self.app
+                .check_audit()
+                .map_err(|e| err(&e.code, e.message))?;
+            let Some(_lock) = self.app.quotas.session_lock(&self.caller).await else {
+                return Err(err("forbidden", "unknown caller".into()));
+            };
+            if self.app.sandbox.session_count(&self.caller.id) >= self.caller.max_sessions as usize
+            {
+                self.app.metrics.shed("session_limit");
+                return Err(err(
+                    "session_limit",
+                    format!(
+                        "this caller already has its maximum of {} open sessions",
+                        self.caller.max_sessions
+                    ),
+                ));
+            }
+            let started = Instant::now();
+            let iso = self.app.sandbox.isolation();
+            let opened = self.app.sandbox.open_session(&self.caller.id, &req).await;
+            self.app
+                .metrics
+                .set_sessions(self.app.sandbox.session_total());
+            let mut rec = self.app.base_record("session_open", &self.caller, &iso);
+            rec.protocol = Some("mcp");
+            rec.language = req.language.map(plimsoll::Language::as_str);
+            rec.handling_ms = started.elapsed().as_secs_f64() * 1e3;
+            match &opened {
+                Ok(info) => {
+                    rec.session_id = Some(crate::connect::record::fingerprint(&info.session_id));
+                    rec.guest = Some(info.guest.clone());
+                    rec.outcome = "ok".into();
+                }
+                Err(e) => {
+                    rec.outcome = "refused".into();
+                    rec.error_code = Some(e.code.clone());
+                }
+            }
+            if let Err(e) = self.app.audit.record(&rec).await {
+                if let Ok(info) = &opened {
+                    self.app
+                        .sandbox
+                        .close_session(&self.caller.id, &info.session_id);
+                }
+                return Err(err("audit_unavailable", e.to_string()));
+            }
+            opened
+        })
+    }
+
+    fn run_cell<'a>(
+        &'a self,
+        session_id: &'a str,
+        mut req: RunRequest,
+    ) -> BoxFuture<'a, RunResult> {
+        Box::pin(async move {
+            let started = Instant::now();
+            if let Err(e) = self.app.bind_to_caller(&self.caller, &mut req) {
+                return refused(&self.app, &e.code, e.message);
+            }
+            if let Err(e) = self.app.check_audit() {
+                return refused(&self.app, &e.code, e.message);
+            }
+            let permit = match self.app.quotas.admit(&self.caller) {
+                Ok(p) => p,
+                Err(s) => {
+                    let e = self.app.shed(s);
+                    return refused(&self.app, &e.code, e.message);
+                }
+            };
+            self.app.metrics.set_inflight(self.app.quotas.inflight());
+            let r = self
+                .app
+                .sandbox
+                .run_in_session(&self.caller.id, session_id, &req)
+                .await;
+            drop(permit);
+            self.app.metrics.set_inflight(self.app.quotas.inflight());
+            self.app
+                .metrics
+                .set_sessions(self.app.sandbox.session_total());
+            self.settle("session_run", &req, r, started).await
+        })
+    }
+
+    fn close_session(&self, session_id: &str) -> bool {
+        let closed = self.app.sandbox.close_session(&self.caller.id, session_id);
+        self.app
+            .metrics
+            .set_sessions(self.app.sandbox.session_total());
+        if closed {
+            let mut rec =
+                self.app
+                    .base_record("session_close", &self.caller, &self.app.sandbox.isolation());
+            rec.protocol = Some("mcp");
+            rec.session_id = Some(crate::connect::record::fingerprint(session_id));
+            rec.outcome = "ok".into();
+            let app = self.app.clone();
+            if let Ok(h) = tokio::runtime::Handle::try_current() {
+                h.spawn(async move {
+                    let _ = app.audit.record(&rec).await;
+                });
+            }
+        }
+        closed
+    }
+}
