@@ -160,3 +160,83 @@ fn the_mcp_inspector_agrees_over_stdio() {
     let (ok, out) = inspector(&["--method", "tools/call", "--tool-name", "rm_rf"]);
     assert!(!ok && out.contains("not found"), "{out}");
 }
+
+/// Bad input on the stdio transport, spoken raw: a line that is not
+/// UTF-8, a JSON-RPC batch of 10,000 calls, a 100 MiB line, and then a
+/// normal call, which is answered. The server's memory stays bounded (its
+/// peak RSS is read from /proc).
+#[test]
+fn bad_stdio_input_is_bounded_and_the_server_keeps_serving() {
+    use std::io::{BufRead, BufReader, Write};
+    let state = support::guests_dir().join("../test-state");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_plimsoll"))
+        .args(["mcp", "--provider", "wasm"])
+        .env("PLIMSOLL_GUESTS_DIR", support::guests_dir())
+        .env("PLIMSOLL_STATE_DIR", &state)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("plimsoll mcp");
+    let mut to = child.stdin.take().expect("stdin");
+    let mut from = BufReader::new(child.stdout.take().expect("stdout"));
+    let answer = |from: &mut BufReader<std::process::ChildStdout>| {
+        let mut line = String::new();
+        from.read_line(&mut line).expect("an answer");
+        serde_json::from_str::<serde_json::Value>(&line).expect("JSON")
+    };
+    writeln!(
+        to,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"raw","version":"0"}}}}}}"#
+    )
+    .expect("write");
+    assert_eq!(answer(&mut from)["id"], 1);
+    writeln!(
+        to,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .expect("write");
+    // Not UTF-8.
+    to.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"\xff\xfe\"}\n")
+        .expect("write");
+    // A batch: MCP has none; answered -32600 with id null.
+    let one = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+    let batch = format!("[{}]\n", vec![one; 10_000].join(","));
+    to.write_all(batch.as_bytes()).expect("write");
+    let v = answer(&mut from);
+    assert_eq!(v["error"]["code"], -32600, "{v}");
+    assert!(v["id"].is_null(), "{v}");
+    // 100 MiB on one line: discarded at the transport's cap, unread beyond.
+    let chunk = vec![b'x'; 1 << 20];
+    to.write_all(br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_code","arguments":{"language":"python","code":""#)
+        .expect("write");
+    for _ in 0..100 {
+        to.write_all(&chunk).expect("write");
+    }
+    to.write_all(b"\"}}}\n").expect("write");
+    // And the server still answers.
+    writeln!(
+        to,
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"run_code","arguments":{{"language":"javascript","code":"6*7"}}}}}}"#
+    )
+    .expect("write");
+    let v = answer(&mut from);
+    assert_eq!(v["id"], 5, "{v}");
+    assert_eq!(v["result"]["structuredContent"]["result"], "42", "{v}");
+    let peak_kib: u64 = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    // The 100 MiB never sat in memory whole (the cap is 16 MiB a line).
+    assert!(
+        peak_kib > 0 && peak_kib < 400 << 10,
+        "peak RSS {peak_kib} KiB"
+    );
+    drop(to);
+    let _ = child.wait();
+}
