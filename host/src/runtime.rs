@@ -234,7 +234,7 @@ impl Runtime {
             self.engine().compatibility_digest()
         );
         if let crate::guest::GuestPre::Core(pre) = guest.pre() {
-            let name = format!("{stem}.core");
+            let name = format!("{stem}-{}.core", crate::scientific::trees_digest(pre));
             let path = dir.join(&name);
             if path.join(crate::scientific::BUNDLE_MODULE).is_file() {
                 return Ok(name);

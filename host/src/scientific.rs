@@ -252,6 +252,27 @@ pub(crate) fn link_as(
     })
 }
 
+/// A digest of every read-only tree `pre` was loaded with (the zip and
+/// `mpl-data`, names and bytes), hex, 16 digits: part of a worker image's
+/// name, so that a bundle written from other trees is never reused for
+/// this guest (its identity hashes the zip, not matplotlib's data).
+pub(crate) fn trees_digest(pre: &CorePre) -> String {
+    let mut h = Sha256::new();
+    for p in &pre.layout.preopens {
+        if let PreopenKind::Static(t) = &p.kind {
+            h.update(p.guest_path.as_bytes());
+            h.update([0]);
+            for (path, bytes) in t.files() {
+                h.update((path.len() as u64).to_le_bytes());
+                h.update(path.as_bytes());
+                h.update((bytes.len() as u64).to_le_bytes());
+                h.update(&bytes);
+            }
+        }
+    }
+    hex::encode(&h.finalize()[..8])
+}
+
 /// Writes what a worker needs to load this guest into `dir` (which must
 /// exist and be empty): the precompiled module ([`BUNDLE_MODULE`]) and
 /// the very trees this guest was loaded with (the zip, `mpl-data/`), so

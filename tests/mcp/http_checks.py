@@ -62,6 +62,25 @@ async def main():
         check("a 100 MiB body: refused unread (413, or closed mid-send)", seen in (413, "closed"), seen)
         r = await h.post(URL, content=json.dumps([body] * 10000), headers={**accept, "Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
         check("a batch of 10,000 calls: refused, typed", 400 <= r.status_code < 500, r.status_code)
+        # An MCP session belongs to the caller that opened it, for every
+        # method: another caller's token with its id is 404, like an
+        # unknown id.
+        mine = {**accept, "Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        r = await h.post(URL, json=body, headers=mine)
+        sid = r.headers.get("mcp-session-id")
+        check("raw: initialize names a session", r.status_code == 200 and sid, (r.status_code, dict(r.headers)))
+        theirs = {**accept, "Authorization": f"Bearer {OTHER}", "Content-Type": "application/json", "Mcp-Session-Id": sid}
+        listing = {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}
+        r = await h.post(URL, json=listing, headers=theirs)
+        check("raw: another caller's session id is 404 (POST)", r.status_code == 404 and r.json()["code"] == "unknown_session", r.status_code)
+        r = await h.get(URL, headers=theirs)
+        check("raw: another caller's session id is 404 (GET stream)", r.status_code == 404, r.status_code)
+        r = await h.delete(URL, headers=theirs)
+        check("raw: another caller cannot end it (DELETE)", r.status_code == 404, r.status_code)
+        r = await h.post(URL, json=listing, headers={**theirs, "Mcp-Session-Id": "not-a-session"})
+        check("raw: an unknown session id is 404 the same", r.status_code == 404 and r.json()["code"] == "unknown_session", r.status_code)
+        r = await h.delete(URL, headers={**mine, "Mcp-Session-Id": sid})
+        check("raw: its caller ends it", r.status_code < 300, r.status_code)
 
     async with connect(TOKEN) as (read, write):
         async with ClientSession(read, write) as s:

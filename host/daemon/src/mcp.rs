@@ -26,18 +26,47 @@ use plimsoll::session::SessionInfo;
 use plimsoll::{Isolation, RunRequest, RunResult, Status};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use std::sync::Arc;
-use std::time::Instant;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Largest MCP request body (a JSON-RPC message): a larger one is 413.
 pub const MAX_MCP_BODY: usize = 4 << 20;
+/// MCP sessions one caller may hold at once; another `initialize` is 429.
+pub const MCP_SESSIONS_PER_CALLER: usize = 32;
+/// An MCP session without a request for this long ends: the SDK closes it
+/// (and with it its code sessions), and it is forgotten here.
+pub const MCP_SESSION_IDLE: Duration = Duration::from_secs(600);
+/// How long the SDK keeps a finished request's answers for a client that
+/// resumes its stream: short, since they hold results outside every cap.
+pub const MCP_ANSWER_CACHE: Duration = Duration::from_secs(5);
+
+/// The header the SDK keys MCP sessions by.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Which caller owns each MCP session: the SDK itself treats the id as the
+/// only key, so every request is checked here against the caller that
+/// opened the session.
+#[derive(Default)]
+struct Owners {
+    map: Mutex<HashMap<String, (String, Instant)>>,
+}
+
+#[derive(Clone)]
+struct Front {
+    app: Arc<App>,
+    owners: Arc<Owners>,
+}
 
 /// The `/mcp` service, with its authentication in front.
 pub fn router(app: Arc<App>) -> axum::Router {
     let connector = Arc::new(DaemonConnector { app: app.clone() });
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.completed_cache_ttl = MCP_ANSWER_CACHE;
+    sessions.session_config.keep_alive = Some(MCP_SESSION_IDLE);
     let service = StreamableHttpService::new(
         move || Ok(McpServer::with_connector(connector.clone())),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions),
         StreamableHttpServerConfig::default()
             // Every request carries a bearer token, so the DNS-rebinding
             // guard for unauthenticated local servers is not what protects
@@ -45,12 +74,17 @@ pub fn router(app: Arc<App>) -> axum::Router {
             .disable_allowed_hosts()
             .with_max_request_body_bytes(MAX_MCP_BODY),
     );
+    let front = Front {
+        app,
+        owners: Arc::new(Owners::default()),
+    };
     axum::Router::new()
         .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(app, authenticate))
+        .layer(axum::middleware::from_fn_with_state(front, authenticate))
 }
 
-async fn authenticate(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+async fn authenticate(State(front): State<Front>, req: Request, next: Next) -> Response {
+    let app = &front.app;
     let caller = match app.authorize(req.headers(), Some(Scope::CodeRun)) {
         Ok(c) => c,
         Err(e) => return e.into_response(),
@@ -75,8 +109,74 @@ async fn authenticate(State(app): State<Arc<App>>, mut req: Request, next: Next)
         )
         .into_response();
     }
-    req.extensions_mut().insert(caller);
-    next.run(req).await
+    let session = req
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    {
+        let mut owners = front.owners.map.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        owners.retain(|_, (_, seen)| now.duration_since(*seen) < MCP_SESSION_IDLE);
+        match &session {
+            Some(id) => match owners.get_mut(id) {
+                Some((owner, seen)) if *owner == caller.id => *seen = now,
+                // Another caller's session and an unknown one answer alike.
+                _ => {
+                    return crate::error::ApiError::new(
+                        "unknown_session",
+                        "no MCP session with that id is open for this caller",
+                    )
+                    .into_response();
+                }
+            },
+            None => {
+                let held = owners.values().filter(|(o, _)| *o == caller.id).count();
+                if held >= MCP_SESSIONS_PER_CALLER {
+                    app.metrics.shed("session_limit");
+                    return crate::error::ApiError::new(
+                        "session_limit",
+                        format!(
+                            "this caller already holds {MCP_SESSIONS_PER_CALLER} MCP sessions; end one (DELETE) first"
+                        ),
+                    )
+                    .into_response();
+                }
+            }
+        }
+    }
+    // The body is read here, within the caller's share of the in-flight
+    // budget and the body timeout, as a REST body is; the permit is held
+    // until the answer is done.
+    let deleting = req.method() == http::Method::DELETE;
+    let (mut parts, body) = req.into_parts();
+    let (bytes, permit) = match crate::api::read_body(app, &caller, &parts.headers, body).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    parts.extensions.insert(caller.clone());
+    let resp = next
+        .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await;
+    drop(permit);
+    let mut owners = front.owners.map.lock().unwrap_or_else(|p| p.into_inner());
+    match &session {
+        Some(id) if deleting && resp.status().is_success() => {
+            owners.remove(id);
+        }
+        Some(_) => {}
+        None => {
+            // A new session: the SDK named it in the answer's header.
+            if let Some(id) = resp
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+            {
+                owners.insert(id.to_owned(), (caller.id.clone(), Instant::now()));
+            }
+        }
+    }
+    resp
 }
 
 /// Finds the caller the authentication put in a request's extensions.
@@ -128,6 +228,10 @@ impl Drop for CancelAudit {
             "the client canceled the request".into(),
         );
         r.status = Status::Canceled;
+        // The guest ran until the cancel: that time is the caller's (its
+        // broker calls were checked and traced as made, but the trace went
+        // with the run).
+        r.usage.wall_ms = self.started.elapsed().as_secs_f64() * 1e3;
         let mut rec = self
             .app
             .run_record(self.event, &self.caller, &req, &r, self.started);

@@ -209,7 +209,7 @@ fn tools(offered: &[Offered], iso: &crate::tier::Isolation, max_ms: u64) -> Vec<
     );
     let guest_schema = if scientific {
         json!({"type": "string", "enum": ["standard", "scientific"],
-            "description": "For python: `scientific` runs CPython with numpy, pandas, scipy, scikit-learn, statsmodels and matplotlib already imported (figures left open come back as PNG images); `standard` (the default) is a smaller, faster CPython with the standard library only."})
+            "description": "For python: `scientific` runs CPython with numpy, pandas, scipy, scikit-learn, statsmodels and matplotlib already imported (figures left open come back as PNG images); `standard` is a smaller, faster CPython with the standard library only. Absent: the operator's default."})
     } else {
         json!({"type": "string", "enum": ["standard"], "description": "The interpreter guest; only `standard` is present on this host."})
     };
@@ -332,8 +332,8 @@ fn parse<T: serde::de::DeserializeOwned>(
     args: Option<serde_json::Map<String, Value>>,
 ) -> Result<T, ErrorData> {
     serde_json::from_value(Value::Object(args.unwrap_or_default())).map_err(|e| {
-        // serde's message names the field and the expected type, never the
-        // value.
+        // serde's message names the field and the expected type (and may
+        // quote a value the same client sent; it goes back only to it).
         invalid(format!("{tool}: {e}"))
     })
 }
@@ -370,9 +370,10 @@ fn input_files(files: BTreeMap<String, String>) -> Result<Vec<InputFile>, ErrorD
         .collect())
 }
 
-/// What the guest name means for a request (`standard` is the default).
+/// The guest a request names: `standard` and `scientific` pass through as
+/// given (an absent one is the operator's default).
 fn guest_name(guest: Option<String>) -> Option<String> {
-    guest.filter(|g| g != "standard")
+    guest
 }
 
 impl McpServer {
@@ -635,8 +636,10 @@ impl ServerHandler for McpServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        // Only the connection's own caller reads its artifacts.
+        self.backend_for(&context)?;
         let found = self
             .artifacts
             .lock()

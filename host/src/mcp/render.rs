@@ -181,6 +181,9 @@ pub fn tool_result(r: &RunResult, store: &mut Artifacts) -> CallToolResult {
     }
     let mut content = Vec::new();
     let mut artifacts = Vec::new();
+    // Inline images of one answer together stay within one image's cap;
+    // the rest go out as links (counted in the kept budget).
+    let mut inline_images = 0usize;
     let b64 = base64::engine::general_purpose::STANDARD;
     for a in &r.artifacts {
         let data = a.content.as_bytes();
@@ -197,7 +200,8 @@ pub fn tool_result(r: &RunResult, store: &mut Artifacts) -> CallToolResult {
             None
         };
         let how = match (image, text_form) {
-            (Some(mime), _) if data.len() <= MAX_INLINE_IMAGE => {
+            (Some(mime), _) if inline_images + data.len() <= MAX_INLINE_IMAGE => {
+                inline_images += data.len();
                 content.push(ContentBlock::image(b64.encode(data), mime));
                 "image"
             }

@@ -1246,7 +1246,31 @@ fn create_image_dir(dir: &Path) -> std::io::Result<()> {
     }
     // Workers (another uid inside their boundary) read the images; only
     // this user writes them.
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
+    sweep_partial_images(dir);
+    Ok(())
+}
+
+/// Removes core images left half-written (`.core-*`, hundreds of MB each)
+/// by a supervisor that died while writing them; one younger than an hour
+/// may still be another supervisor's write in progress and is left alone.
+fn sweep_partial_images(dir: &Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let stale = e
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > Duration::from_secs(3600));
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && stale && name.to_string_lossy().starts_with(".core-") {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 #[cfg(test)]
