@@ -417,56 +417,36 @@ async fn the_catalogue_holds_in_a_microvm() {
     report(run_catalogue(&s, &b, Tier::Vm).await);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_catalogue_holds_for_the_scientific_guest_in_process() {
+/// The catalogue's Python rows in the scientific guest behind `provider`.
+async fn scientific_catalogue_at(provider: ProviderKind, tier: Tier) {
     let b = bench().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let s = sandbox_with(
-        dir.path(),
-        &b,
-        ProviderKind::Wasm,
-        0,
-        Some(scientific_dir()),
-    );
-    report(run_scientific_catalogue(&s, &b, Tier::Process).await);
+    let warm = usize::from(provider != ProviderKind::Wasm);
+    let s = sandbox_with(dir.path(), &b, provider, warm, Some(scientific_dir()));
+    report(run_scientific_catalogue(&s, &b, tier).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalogue_holds_for_the_scientific_guest_in_process() {
+    scientific_catalogue_at(ProviderKind::Wasm, Tier::Process).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_catalogue_holds_for_the_scientific_guest_in_bubblewrap() {
-    if !have(
+    if have(
         "bwrap",
         &["--unshare-all", "--ro-bind", "/", "/", "true"],
         "bubblewrap",
     ) {
-        return;
+        scientific_catalogue_at(ProviderKind::WasmBwrap, Tier::Container).await;
     }
-    let b = bench().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let s = sandbox_with(
-        dir.path(),
-        &b,
-        ProviderKind::WasmBwrap,
-        1,
-        Some(scientific_dir()),
-    );
-    report(run_scientific_catalogue(&s, &b, Tier::Container).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_catalogue_holds_for_the_scientific_guest_in_gvisor() {
-    if !have("runsc", &["--version"], "runsc") {
-        return;
+    if have("runsc", &["--version"], "runsc") {
+        scientific_catalogue_at(ProviderKind::WasmGvisor, Tier::Kernel).await;
     }
-    let b = bench().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let s = sandbox_with(
-        dir.path(),
-        &b,
-        ProviderKind::WasmGvisor,
-        1,
-        Some(scientific_dir()),
-    );
-    report(run_scientific_catalogue(&s, &b, Tier::Kernel).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -474,19 +454,9 @@ async fn the_catalogue_holds_for_the_scientific_guest_in_a_microvm() {
     if !have("qemu-system-x86_64", &["--version"], "qemu-system-x86") {
         return;
     }
-    let settings = MicrovmSettings::from_env();
-    if !settings.image.join("vmlinuz").is_file() {
+    if !MicrovmSettings::from_env().image.join("vmlinuz").is_file() {
         eprintln!("SKIP: no microVM image (make microvm); .ci/run builds it");
         return;
     }
-    let b = bench().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let s = sandbox_with(
-        dir.path(),
-        &b,
-        ProviderKind::WasmMicrovm,
-        1,
-        Some(scientific_dir()),
-    );
-    report(run_scientific_catalogue(&s, &b, Tier::Vm).await);
+    scientific_catalogue_at(ProviderKind::WasmMicrovm, Tier::Vm).await;
 }

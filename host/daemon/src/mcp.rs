@@ -247,6 +247,22 @@ impl Drop for CancelAudit {
 }
 
 impl DaemonBackend {
+    /// A run's admission, as for REST: the caller's grant profiles and
+    /// envelope, a healthy audit log, a concurrency slot.
+    fn admit(&self, req: &mut RunRequest) -> Result<crate::quota::RunPermit, Box<RunResult>> {
+        let no = |code: &str, message: String| Box::new(refused(&self.app, code, message));
+        self.app
+            .bind_to_caller(&self.caller, req)
+            .map_err(|e| no(&e.code, e.message))?;
+        self.app.check_audit().map_err(|e| no(&e.code, e.message))?;
+        let permit = self.app.quotas.admit(&self.caller).map_err(|s| {
+            let e = self.app.shed(s);
+            no(&e.code, e.message)
+        })?;
+        self.app.metrics.set_inflight(self.app.quotas.inflight());
+        Ok(permit)
+    }
+
     async fn settle(
         &self,
         event: &'static str,
@@ -284,20 +300,10 @@ impl Backend for DaemonBackend {
     fn run(&self, mut req: RunRequest) -> BoxFuture<'_, RunResult> {
         Box::pin(async move {
             let started = Instant::now();
-            if let Err(e) = self.app.bind_to_caller(&self.caller, &mut req) {
-                return refused(&self.app, &e.code, e.message);
-            }
-            if let Err(e) = self.app.check_audit() {
-                return refused(&self.app, &e.code, e.message);
-            }
-            let permit = match self.app.quotas.admit(&self.caller) {
+            let permit = match self.admit(&mut req) {
                 Ok(p) => p,
-                Err(s) => {
-                    let e = self.app.shed(s);
-                    return refused(&self.app, &e.code, e.message);
-                }
+                Err(refusal) => return *refusal,
             };
-            self.app.metrics.set_inflight(self.app.quotas.inflight());
             let mut guard = CancelAudit {
                 app: self.app.clone(),
                 caller: self.caller.clone(),
@@ -379,20 +385,10 @@ impl Backend for DaemonBackend {
     ) -> BoxFuture<'a, RunResult> {
         Box::pin(async move {
             let started = Instant::now();
-            if let Err(e) = self.app.bind_to_caller(&self.caller, &mut req) {
-                return refused(&self.app, &e.code, e.message);
-            }
-            if let Err(e) = self.app.check_audit() {
-                return refused(&self.app, &e.code, e.message);
-            }
-            let permit = match self.app.quotas.admit(&self.caller) {
+            let permit = match self.admit(&mut req) {
                 Ok(p) => p,
-                Err(s) => {
-                    let e = self.app.shed(s);
-                    return refused(&self.app, &e.code, e.message);
-                }
+                Err(refusal) => return *refusal,
             };
-            self.app.metrics.set_inflight(self.app.quotas.inflight());
             let r = self
                 .app
                 .sandbox
