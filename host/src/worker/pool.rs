@@ -187,12 +187,17 @@ impl Worker {
     }
 
     async fn spawn(
-        wrapper: &dyn Wrapper,
+        wrapper: &Arc<dyn Wrapper>,
         launch: &Launch,
         engine: WorkerEngine,
         guests: Vec<GuestImage>,
     ) -> Result<Worker, WorkerError> {
-        let prepared = wrapper.prepare(launch)?;
+        // Preparing may write a VM's initramfs (hundreds of MB with a core
+        // image): off the threads that carry every worker's frames.
+        let (w, l) = (wrapper.clone(), launch.clone());
+        let prepared = tokio::task::spawn_blocking(move || w.prepare(&l))
+            .await
+            .map_err(|_| WorkerError::Spawn("the wrapper's preparation did not finish".into()))??;
         let diagnostics = prepared.diagnostics.clone();
         let mut command = prepared.command;
         let mut child = command
@@ -549,7 +554,7 @@ impl Pool {
             images.insert(g.identity().to_owned(), img);
         }
         let mut probe = Worker::spawn(
-            wrapper.as_ref(),
+            &wrapper,
             &launch,
             engine,
             images
@@ -707,7 +712,7 @@ impl Pool {
                 images.push(i.clone());
             }
         }
-        let mut w = Worker::spawn(self.wrapper.as_ref(), &launch, self.engine, images).await?;
+        let mut w = Worker::spawn(&self.wrapper, &launch, self.engine, images).await?;
         let o = w.observe().await?;
         let mut failed: Vec<String> = judge(&o, &self.expectations)
             .into_iter()

@@ -404,7 +404,7 @@ impl Microvm {
     /// (a new guest image, a rebuilt worker). The archives of the last
     /// [`KEPT_ARCHIVES`] sets of inputs are kept (a VM with a core image
     /// and one without alternate).
-    fn initramfs(&self, l: &Launch) -> Result<PathBuf, WrapperError> {
+    fn initramfs(&self, l: &Launch) -> Result<std::fs::File, WrapperError> {
         let err = |e: std::io::Error| WrapperError::Setup(format!("microVM initramfs: {e}"));
         let images = Microvm::images(&l.image_dir)?;
         let bundles = Microvm::bundles(&l.image_dir, &l.bundles)?;
@@ -423,9 +423,10 @@ impl Microvm {
         let mut kept = self.initramfs.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(i) = kept.iter().position(|(k, p)| *k == key && p.is_file()) {
             let hit = kept.remove(i);
-            let path = hit.1.clone();
+            // Opened under the lock: another launch may evict it next.
+            let opened = std::fs::File::open(&hit.1).map_err(err);
             kept.push(hit);
-            return Ok(path);
+            return opened;
         }
         let n = SEQ.fetch_add(1, Ordering::Relaxed);
         let path = self
@@ -468,12 +469,13 @@ impl Microvm {
         std::fs::rename(&tmp, &path).map_err(err)?;
         // The archive QEMU reads is a copy in its memory from the moment
         // it starts, so an archive no longer kept can go.
-        kept.push((key, path.clone()));
+        let opened = std::fs::File::open(&path).map_err(err)?;
+        kept.push((key, path));
         while kept.len() > KEPT_ARCHIVES {
             let (_, old) = kept.remove(0);
             let _ = std::fs::remove_file(old);
         }
-        Ok(path)
+        Ok(opened)
     }
 }
 
@@ -481,6 +483,11 @@ impl Microvm {
 fn inheritable(p: &Path) -> Result<OwnedFd, WrapperError> {
     let f =
         std::fs::File::open(p).map_err(|e| WrapperError::Setup(format!("{}: {e}", p.display())))?;
+    inheritable_file(f)
+}
+
+/// `f`'s descriptor, for QEMU to inherit (without close-on-exec).
+fn inheritable_file(f: std::fs::File) -> Result<OwnedFd, WrapperError> {
     let fd = OwnedFd::from(f);
     // SAFETY: clearing FD_CLOEXEC on a descriptor we own.
     let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) };
@@ -515,9 +522,12 @@ impl Wrapper for Microvm {
 
     fn prepare(&self, l: &Launch) -> Result<Prepared, WrapperError> {
         let initramfs = self.initramfs(l)?;
-        let archive_bytes = std::fs::metadata(&initramfs).map(|m| m.len()).unwrap_or(0);
+        let archive_bytes = initramfs
+            .metadata()
+            .map(|m| m.len())
+            .map_err(|e| WrapperError::Setup(format!("microVM initramfs: {e}")))?;
         let kernel_fd = inheritable(&self.kernel)?;
-        let initrd_fd = inheritable(&initramfs)?;
+        let initrd_fd = inheritable_file(initramfs)?;
         let mut append = vec![
             "console=ttyS0".to_owned(),
             "quiet".into(),
