@@ -86,6 +86,18 @@ impl Connector for Fixed {
 pub struct ConnectionSessions {
     bound: Mutex<Option<Arc<dyn Backend>>>,
     open: Mutex<Vec<String>>,
+    /// Opens in flight (each holds a [`Reserved`] slot).
+    opening: std::sync::atomic::AtomicUsize,
+}
+
+/// One session slot taken while its open is awaited; given back on drop
+/// (by then the session, if it opened, is in `open`).
+struct Reserved<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 impl ConnectionSessions {
@@ -93,6 +105,7 @@ impl ConnectionSessions {
         ConnectionSessions {
             bound: Mutex::new(None),
             open: Mutex::new(Vec::new()),
+            opening: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -110,6 +123,19 @@ impl ConnectionSessions {
                 Ok(b)
             }
         }
+    }
+
+    /// A slot for one more session, or `None` when the connection holds
+    /// its cap (open sessions and opens in flight together).
+    fn reserve(&self) -> Option<Reserved<'_>> {
+        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let opening = self.opening.load(std::sync::atomic::Ordering::Acquire);
+        if open.len() + opening >= MAX_SESSIONS_PER_CONNECTION {
+            return None;
+        }
+        self.opening
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Some(Reserved(&self.opening))
     }
 
     fn holds(&self, id: &str) -> bool {
@@ -412,21 +438,16 @@ impl McpServer {
         args: OpenSessionArgs,
     ) -> Result<CallToolResult, ErrorData> {
         let lang = language(&args.language)?;
-        if self
-            .sessions
-            .open
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .len()
-            >= MAX_SESSIONS_PER_CONNECTION
-        {
+        // The slot is taken before the open is awaited, so concurrent calls
+        // on one connection cannot pass the cap together.
+        let Some(_slot) = self.sessions.reserve() else {
             return Ok(render::refusal(
                 "too_many_sessions",
                 &format!(
                     "this connection holds {MAX_SESSIONS_PER_CONNECTION} open sessions; close one first"
                 ),
             ));
-        }
+        };
         let req = RunRequest {
             language: Some(lang),
             guest: guest_name(args.guest),
