@@ -48,8 +48,12 @@ pub use session::WorkerSession;
 
 /// How long a worker may take to start and load its guests.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
-/// Extra time past the run's wall time before a silent worker is killed.
-pub const HANG_GRACE: Duration = Duration::from_secs(2);
+/// Extra time past the run's wall time before a silent worker is killed,
+/// unless its wrapper says otherwise ([`Wrapper::hang_grace`]).
+pub use crate::wrapper::HANG_GRACE;
+/// Most core images a worker is remembered to hold loaded (the worker
+/// keeps at most 32 loaded guests, components included).
+const MAX_REMEMBERED_CORES: usize = 16;
 
 /// Pool settings.
 #[derive(Debug, Clone)]
@@ -114,6 +118,12 @@ pub struct Worker {
     sandbox: Vec<std::os::fd::OwnedFd>,
     /// The boot id its smoke test saw.
     boot_id: String,
+    /// How long past a wall time it is waited for ([`Wrapper::hang_grace`]).
+    grace: Duration,
+    /// The core images it has loaded (lazily, on a first run): a run of
+    /// any other core image may spend up to [`START_TIMEOUT`] loading it
+    /// before its wall time starts.
+    cores: std::collections::HashSet<String>,
 }
 
 impl Drop for Worker {
@@ -215,6 +225,8 @@ impl Worker {
             cleanup: prepared.cleanup,
             sandbox: Vec::new(),
             boot_id: String::new(),
+            grace: wrapper.hang_grace(),
+            cores: std::collections::HashSet::new(),
         };
         match w.handshake(engine, guests).await {
             Ok(()) => {
@@ -281,15 +293,39 @@ impl Worker {
 
     /// Sends `first` and answers the worker's broker calls with `broker`
     /// until it sends anything else, which is returned. The worker must
-    /// answer within `wall` plus [`HANG_GRACE`].
+    /// answer within `wall` plus its grace, plus [`START_TIMEOUT`] when
+    /// `first` makes it load a core image it does not hold yet.
     async fn converse(
         &mut self,
         first: &ToWorker,
         wall: Duration,
+        images: &[GuestImage],
         broker: &RunBroker,
     ) -> Result<FromWorker, WorkerError> {
-        let deadline = Instant::now() + wall + HANG_GRACE;
+        let loads = images
+            .iter()
+            .any(|g| g.kind == ImageKind::Core && !self.cores.contains(&g.path));
+        let loading = if loads { START_TIMEOUT } else { Duration::ZERO };
+        let deadline = Instant::now() + loading + wall + self.grace;
         write_async(&mut self.stdin, first).await?;
+        let answer = self.answer_until(deadline, broker).await;
+        if answer.is_ok() {
+            // Whatever it answered, it loaded them first.
+            for g in images.iter().filter(|g| g.kind == ImageKind::Core) {
+                if self.cores.len() < MAX_REMEMBERED_CORES {
+                    self.cores.insert(g.path.clone());
+                }
+            }
+        }
+        answer
+    }
+
+    /// [`Worker::converse`] after the first frame was sent.
+    async fn answer_until(
+        &mut self,
+        deadline: Instant,
+        broker: &RunBroker,
+    ) -> Result<FromWorker, WorkerError> {
         loop {
             let frame = tokio::time::timeout_at(
                 tokio::time::Instant::from_std(deadline),
@@ -324,6 +360,7 @@ impl Worker {
         grants: Vec<GrantOrigin>,
         broker: RunBroker,
     ) -> Result<(RunResult, String), WorkerError> {
+        let images = [guest.clone()];
         let first = ToWorker::Run {
             run_id,
             guest,
@@ -332,7 +369,12 @@ impl Worker {
             grants,
         };
         match self
-            .converse(&first, Duration::from_millis(env.wall_time_ms), &broker)
+            .converse(
+                &first,
+                Duration::from_millis(env.wall_time_ms),
+                &images,
+                &broker,
+            )
             .await?
         {
             FromWorker::Done { result, boot_id } => Ok((result, boot_id)),

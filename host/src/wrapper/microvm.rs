@@ -45,6 +45,8 @@ const MIN_QEMU: (u32, u32) = (7, 0);
 /// Guest RAM in MiB (`PLIMSOLL_MICROVM_MEMORY_MIB`). QEMU touches only what
 /// the guest uses.
 const DEFAULT_MEMORY_MIB: u64 = 1024;
+/// [`Wrapper::hang_grace`] under QEMU's software emulation.
+const TCG_HANG_GRACE: std::time::Duration = std::time::Duration::from_secs(15);
 /// Initramfs archives kept for reuse (see [`Microvm::initramfs`]).
 const KEPT_ARCHIVES: usize = 2;
 /// Most entries of core images one VM carries.
@@ -61,11 +63,11 @@ pub struct Microvm {
     kernel_package: String,
     worker: PathBuf,
     memory_mib: u64,
-    /// Where initramfs archives are written.
+    /// Where initramfs archives are written (unnamed files) and QEMU's logs.
     work: PathBuf,
     /// The archives kept and the inputs each was built from, most
     /// recently used last.
-    initramfs: Mutex<Vec<(String, PathBuf)>>,
+    initramfs: Mutex<Vec<(String, std::fs::File)>>,
     kvm_gid: Option<u32>,
     /// The host's TSC frequency, told to a TCG guest.
     tsc_khz: Option<u64>,
@@ -312,6 +314,7 @@ impl Microvm {
         let work = work.join("microvm");
         std::fs::create_dir_all(&work)
             .map_err(|e| WrapperError::Setup(format!("{}: {e}", work.display())))?;
+        Microvm::sweep_named_archives(&work);
         Ok(Microvm {
             qemu,
             version,
@@ -421,19 +424,17 @@ impl Microvm {
             l.bundles.join(",")
         );
         let mut kept = self.initramfs.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = kept.iter().position(|(k, p)| *k == key && p.is_file()) {
+        if let Some(i) = kept.iter().position(|(k, _)| *k == key) {
             let hit = kept.remove(i);
-            // Opened under the lock: another launch may evict it next.
-            let opened = std::fs::File::open(&hit.1).map_err(err);
+            // A second descriptor of the same file: QEMU opens it anew
+            // through /proc/self/fd, so the two share no offset.
+            let opened = hit.1.try_clone().map_err(err);
             kept.push(hit);
             return opened;
         }
-        let n = SEQ.fetch_add(1, Ordering::Relaxed);
-        let path = self
-            .work
-            .join(format!("initramfs-{}-{n}.cpio", std::process::id()));
-        let tmp = path.with_extension("tmp");
-        let file = std::fs::File::create(&tmp).map_err(err)?;
+        // An unnamed file: nothing is left behind by a supervisor that ends,
+        // however it ends; the space goes with the last descriptor.
+        let file = tempfile::tempfile_in(&self.work).map_err(err)?;
         let mut a = Archive::new(std::io::BufWriter::new(file));
         // "." first: it sets the mode of the root itself, which the kernel
         // otherwise leaves writable by everyone.
@@ -465,17 +466,50 @@ impl Microvm {
                     .map_err(err)?,
             }
         }
-        a.finish().map_err(err)?;
-        std::fs::rename(&tmp, &path).map_err(err)?;
-        // The archive QEMU reads is a copy in its memory from the moment
-        // it starts, so an archive no longer kept can go.
-        let opened = std::fs::File::open(&path).map_err(err)?;
-        kept.push((key, path));
+        let file = a
+            .finish()
+            .map_err(err)?
+            .into_inner()
+            .map_err(|e| err(e.into_error()))?;
+        // QEMU runs as the guest uid and opens the archive by its
+        // descriptor's /proc link, which checks the file's mode.
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o444))
+            .map_err(err)?;
+        let opened = file.try_clone().map_err(err)?;
+        kept.push((key, file));
         while kept.len() > KEPT_ARCHIVES {
-            let (_, old) = kept.remove(0);
-            let _ = std::fs::remove_file(old);
+            kept.remove(0);
         }
         Ok(opened)
+    }
+
+    /// Removes the initramfs archives that supervisors before this one
+    /// left under names (`initramfs-PID-N.cpio`, and `.tmp` halves) when
+    /// the process that wrote them is gone. Archives are unnamed now.
+    fn sweep_named_archives(work: &Path) {
+        let Ok(entries) = std::fs::read_dir(work) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("initramfs-"))
+                .filter(|n| n.ends_with(".cpio") || n.ends_with(".tmp"))
+                .and_then(|n| n.split('-').next())
+                .and_then(|p| p.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            // SAFETY: kill with signal 0 only checks that the pid exists.
+            let gone = pid > 0
+                && unsafe { libc::kill(pid, 0) } != 0
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+            if gone {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
     }
 }
 
@@ -514,6 +548,17 @@ impl Wrapper for Microvm {
             "QEMU {} microvm, accelerator {}, kernel {}",
             self.version, self.accel, self.kernel_package
         )
+    }
+
+    /// Under TCG every instruction is emulated: a trapped guest's
+    /// teardown that takes 0.3 s on an idle host took past 2 s on a loaded
+    /// one (CI, with other VMs beside it), and the run was lost as hung.
+    fn hang_grace(&self) -> std::time::Duration {
+        if self.accel == "tcg" {
+            TCG_HANG_GRACE
+        } else {
+            super::HANG_GRACE
+        }
     }
 
     fn images_fixed_at_start(&self) -> bool {
@@ -657,7 +702,29 @@ impl Wrapper for Microvm {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_version;
+    use super::{Microvm, parse_version};
+
+    #[test]
+    fn archives_named_by_dead_supervisors_are_swept_and_nothing_else() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let dead = child.id();
+        child.wait().expect("wait");
+        let alive = std::process::id();
+        let names = [
+            format!("initramfs-{dead}-0.cpio"),
+            format!("initramfs-{dead}-3.tmp"),
+            format!("initramfs-{alive}-0.cpio"),
+            format!("qemu-{dead}-0.log"),
+            "initramfs-x-0.cpio".to_owned(),
+        ];
+        for n in &names {
+            std::fs::write(dir.path().join(n), b"x").expect("write");
+        }
+        Microvm::sweep_named_archives(dir.path());
+        let left: Vec<bool> = names.iter().map(|n| dir.path().join(n).exists()).collect();
+        assert_eq!(left, [false, false, true, true, true]);
+    }
 
     #[test]
     fn reads_qemu_versions() {

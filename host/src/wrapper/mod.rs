@@ -116,7 +116,17 @@ pub trait Wrapper: Send + Sync + 'static {
     fn images_fixed_at_start(&self) -> bool {
         false
     }
+    /// How long past a run's wall time a silent worker is waited for
+    /// before it is killed as hung: its own teardown (a trapped guest's
+    /// memory freed, the result written back) must fit. [`HANG_GRACE`]
+    /// unless the boundary is known to be slower.
+    fn hang_grace(&self) -> std::time::Duration {
+        HANG_GRACE
+    }
 }
+
+/// The default [`Wrapper::hang_grace`].
+pub const HANG_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Where a worker's stderr goes: nowhere, unless `PLIMSOLL_WORKER_STDERR`
 /// is set (debugging). Guest output never goes there: the worker captures

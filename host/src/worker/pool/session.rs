@@ -41,6 +41,7 @@ impl super::Worker {
         env: &Envelope,
         broker: &RunBroker,
     ) -> Result<Result<(), ErrorInfo>, WorkerError> {
+        let images = guests.clone();
         let first = ToWorker::OpenSession {
             guests,
             start,
@@ -50,7 +51,7 @@ impl super::Worker {
         // Starting the interpreters is bounded by the wall time, per
         // interpreter started.
         let wall = Duration::from_millis(env.wall_time_ms).saturating_mul(2);
-        match self.converse(&first, wall, broker).await? {
+        match self.converse(&first, wall, &images, broker).await? {
             FromWorker::SessionOpened => Ok(Ok(())),
             FromWorker::Refused { code, message } => Ok(Err(ErrorInfo {
                 code: code.chars().take(64).collect(),
@@ -69,7 +70,7 @@ impl super::Worker {
         broker: &RunBroker,
     ) -> Result<Evaluated, WorkerError> {
         match self
-            .converse(&first, Duration::from_millis(env.wall_time_ms), broker)
+            .converse(&first, Duration::from_millis(env.wall_time_ms), &[], broker)
             .await?
         {
             FromWorker::Evaluated {
