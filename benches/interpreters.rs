@@ -42,13 +42,16 @@ mod bare {
             wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("link");
             let component = Component::from_file(engine.engine(), path).expect("compile");
             // `1+1` never calls the broker: a stub that traps is enough.
-            linker
-                .instance("plimsoll:sandbox/broker@0.1.0")
-                .expect("broker")
-                .func_new("call", |_, _, _, _| {
-                    Err(wasmtime::Error::msg("no broker in the floor"))
-                })
-                .expect("stub");
+            let mut broker = linker
+                .instance("plimsoll:sandbox/broker@0.1.1")
+                .expect("broker");
+            for name in ["call", "call-origin"] {
+                broker
+                    .func_new(name, |_, _, _, _| {
+                        Err(wasmtime::Error::msg("no broker in the floor"))
+                    })
+                    .expect("stub");
+            }
             let pre = linker.instantiate_pre(&component).expect("pre");
             Bare { engine, pre }
         }

@@ -11,6 +11,7 @@ use crate::envelope::Envelope;
 use crate::grant::headers::{
     MAX_RESPONSE_HEADERS, check_request_headers_for, response_header_passes,
 };
+use crate::grant::profile::same_origin;
 use crate::grant::route::{Method, canonical_target_with};
 use crate::grant::{Grant, GrantSet};
 use crate::trace::{CallOutcome, CallRecord, CallTrace};
@@ -21,6 +22,25 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use zeroize::Zeroizing;
+
+/// The grant name a call by URL is given when no grant covers its origin:
+/// no grant can have it (names are `[A-Za-z0-9._-]`), so the call is
+/// denied and traced like any other, with its own reason.
+pub const NO_GRANT_FOR_ORIGIN: &str = " no grant for this origin";
+
+/// Headers an HTTP client library sets itself (framing, routing): on a
+/// call by URL a guest's copy is dropped rather than refused, because the
+/// standard clients add them; the host frames the request. The host asks
+/// for an unencoded answer itself, which it can check for a reflected
+/// credential.
+pub const CLIENT_OWNED_HEADERS: [&str; 6] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "accept-encoding",
+    "connection",
+    "keep-alive",
+];
 
 /// The longest `Retry-After` the broker honours; longer values are cut to
 /// this so that an upstream cannot shut a grant for hours.
@@ -137,10 +157,12 @@ pub struct RunBroker {
 /// supervisor, which holds the grants and credentials.
 pub trait RemoteLink: Send + Sync + std::fmt::Debug {
     /// Makes the call on the supervisor's side.
+    /// `timeout` shortens the per-call timeout (a call by URL may ask).
     fn call<'a>(
         &'a self,
         api: &'a str,
         req: Request,
+        timeout: Option<Duration>,
     ) -> futures::future::BoxFuture<'a, Result<Response, CallError>>;
 }
 
@@ -237,9 +259,10 @@ impl RunBroker {
     pub fn grant_for_origin(&self, scheme: &str, authority: &str) -> Option<String> {
         let inner = self.lock();
         if inner.remote.is_some() {
-            let mut found = inner.remote_origins.iter().filter(|o| {
-                o.scheme.eq_ignore_ascii_case(scheme) && o.authority.eq_ignore_ascii_case(authority)
-            });
+            let mut found = inner
+                .remote_origins
+                .iter()
+                .filter(|o| same_origin(&o.scheme, &o.authority, scheme, authority));
             return match (found.next(), found.next()) {
                 (Some(one), None) => Some(one.name.clone()),
                 _ => None,
@@ -247,8 +270,8 @@ impl RunBroker {
         }
         let mut found = inner.grants.names().filter(|n| {
             inner.grants.get(n).is_some_and(|g| {
-                g.profile.origin.scheme.eq_ignore_ascii_case(scheme)
-                    && g.profile.origin.authority.eq_ignore_ascii_case(authority)
+                let o = &g.profile.origin;
+                same_origin(&o.scheme, &o.authority, scheme, authority)
             })
         });
         match (found.next(), found.next()) {
@@ -291,9 +314,43 @@ impl RunBroker {
 
     /// Handles one call from the guest: checks it, sends it, traces it.
     pub async fn call(&self, api: &str, req: Request) -> Result<Response, CallError> {
+        self.call_within(api, req, None).await
+    }
+
+    /// A call by URL: under the run's one grant whose origin is
+    /// `scheme://authority` (see [`same_origin`]), with every check of
+    /// [`RunBroker::call`]. The headers in [`CLIENT_OWNED_HEADERS`] are
+    /// dropped first. No grant for the origin: denied (and traced) with
+    /// "no grant covers this origin"; nothing is sent.
+    pub async fn call_origin(
+        &self,
+        scheme: &str,
+        authority: &str,
+        mut req: Request,
+        timeout: Option<Duration>,
+    ) -> Result<Response, CallError> {
+        req.headers.retain(|(name, _)| {
+            !CLIENT_OWNED_HEADERS
+                .iter()
+                .any(|h| name.eq_ignore_ascii_case(h))
+        });
+        let api = self
+            .grant_for_origin(scheme, authority)
+            .unwrap_or_else(|| NO_GRANT_FOR_ORIGIN.to_owned());
+        self.call_within(&api, req, timeout).await
+    }
+
+    /// [`RunBroker::call`] with the per-call timeout shortened to
+    /// `timeout`, if given (never lengthened).
+    pub async fn call_within(
+        &self,
+        api: &str,
+        req: Request,
+        timeout: Option<Duration>,
+    ) -> Result<Response, CallError> {
         let remote = self.lock().remote.clone();
         if let Some(link) = remote {
-            return link.call(api, req).await;
+            return link.call(api, req, timeout).await;
         }
         let started = Instant::now();
         let method = Method::parse(&req.method);
@@ -309,7 +366,7 @@ impl RunBroker {
             response_bytes: 0,
             latency_us: 0,
         };
-        let checked = self.check(api, method, req, &mut rec);
+        let checked = self.check(api, method, req, timeout, &mut rec);
         let result = match checked {
             Err(e) => Err(e),
             Ok(c) => self.send(c).await,
@@ -345,6 +402,7 @@ impl RunBroker {
         api: &str,
         method: Option<Method>,
         req: Request,
+        asked_timeout: Option<Duration>,
         rec: &mut CallRecord,
     ) -> Result<Checked, CallError> {
         let mut inner = self.lock();
@@ -357,7 +415,11 @@ impl RunBroker {
         }
         inner.calls_left -= 1;
         let Some(grant) = grant else {
-            return Err(denied("this run has no grant of that name"));
+            return Err(denied(if api == NO_GRANT_FOR_ORIGIN {
+                "no grant covers this origin"
+            } else {
+                "this run has no grant of that name"
+            }));
         };
         let used = inner
             .per_grant_used
@@ -395,7 +457,10 @@ impl RunBroker {
             ));
         }
         let remaining = inner.deadline.saturating_duration_since(Instant::now());
-        let timeout = inner.call_timeout.min(remaining);
+        let timeout = inner
+            .call_timeout
+            .min(remaining)
+            .min(asked_timeout.unwrap_or(Duration::MAX));
         if timeout.is_zero() {
             return Err(CallError::Timeout);
         }

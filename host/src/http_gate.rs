@@ -25,17 +25,6 @@ type IoFuture = Box<dyn Future<Output = Result<(), HttpError>> + Send>;
 type SendFuture =
     Box<dyn Future<Output = Result<(http::Response<WasiBody>, IoFuture), HttpError>> + Send>;
 
-/// Headers the host sets itself (framing, routing); a guest's copy is
-/// dropped rather than refused, because HTTP client libraries add them.
-/// `accept-encoding` too: the host asks for an unencoded answer, which it
-/// can check for a reflected credential.
-const HOST_OWNED: [&str; 4] = [
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "accept-encoding",
-];
-
 impl WasiHttpHooks for HttpGate {
     fn send_request(
         &mut self,
@@ -53,11 +42,6 @@ impl WasiHttpHooks for HttpGate {
                 .authority()
                 .map(|a| a.as_str().to_owned())
                 .unwrap_or_default();
-            // An origin with no grant gets a name no grant can have, so the
-            // broker denies and traces it like any unknown grant.
-            let api = broker
-                .grant_for_origin(&scheme, &authority)
-                .unwrap_or_else(|| " no grant for this origin".to_owned());
             // Read at most one byte past the cap; a longer body is handed to
             // the broker as cap + 1 bytes, which it refuses (and traces) as
             // too large before anything is sent. A body the guest's own
@@ -74,9 +58,6 @@ impl WasiHttpHooks for HttpGate {
             };
             let mut headers = Vec::with_capacity(parts.headers.len());
             for (name, value) in &parts.headers {
-                if HOST_OWNED.contains(&name.as_str()) {
-                    continue;
-                }
                 let Ok(v) = value.to_str() else {
                     return Err(HttpError::HttpRequestDenied);
                 };
@@ -93,7 +74,9 @@ impl WasiHttpHooks for HttpGate {
                 headers,
                 body,
             };
-            match broker.call(&api, req).await {
+            // The broker routes by origin and drops the headers client
+            // libraries add themselves (framing, routing).
+            match broker.call_origin(&scheme, &authority, req, None).await {
                 Ok(resp) => {
                     let mut builder = http::Response::builder().status(resp.status);
                     for (n, v) in &resp.headers {
@@ -279,6 +262,88 @@ mod tests {
         );
         assert_eq!(get("accept-encoding"), Some("identity"));
         assert_eq!(get("user-agent"), Some("t"));
+        let trace = broker.trace();
+        assert_eq!(trace.total(), 6);
+        assert_eq!(trace.count(CallOutcome::Delivered), 1);
+        assert_eq!(trace.count(CallOutcome::Denied), 5);
+    }
+
+    /// A call by URL (the interpreters' standard clients): routed by
+    /// origin, the client libraries' own framing headers dropped rather
+    /// than refused, anything that is not a granted origin denied with a
+    /// reason that says so, and traced; nothing but the granted call
+    /// reaches the upstream.
+    #[tokio::test]
+    async fn a_call_by_url_is_routed_by_origin_and_denied_elsewhere() {
+        let (addr, seen) = upstream().await;
+        let json = format!(
+            r#"{{"profiles": {{"api": {{"base_url": "http://{addr}", "allow": ["GET /v1/items/*"], "token": {{"type": "static", "env": "T"}}}}}}}}"#
+        );
+        let profiles = GrantProfiles::from_json(&json, &|k| (k == "T").then(|| TOKEN.to_owned()))
+            .expect("profiles");
+        let grants = GrantSet::resolve(
+            &profiles,
+            &["api".to_owned()],
+            "tester",
+            Duration::from_secs(5),
+        )
+        .expect("grants");
+        let broker = RunBroker::new(
+            Arc::new(Broker::new()),
+            grants,
+            &Envelope::default(),
+            Instant::now() + Duration::from_secs(5),
+        );
+        let get = |path: &str, headers: &[(&str, &str)]| Request {
+            method: "GET".into(),
+            path: path.into(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect(),
+            body: Vec::new(),
+        };
+        let library_headers = [
+            ("Host", "elsewhere.example"),
+            ("Connection", "keep-alive"),
+            ("Accept-Encoding", "gzip, deflate"),
+            ("Content-Length", "0"),
+            ("User-Agent", "python-requests/2.32"),
+        ];
+        let ok = crate::state::call_by_url(
+            &broker,
+            &format!("HTTP://{addr}"),
+            get("/v1/items/7", &library_headers),
+            Some(Duration::from_secs(2)),
+        )
+        .await
+        .expect("the granted route is delivered");
+        assert_eq!((ok.status, ok.body), (200, b"/v1/items/7".to_vec()));
+        for origin in [
+            "http://127.0.0.1:9".to_owned(),
+            format!("http://user:pw@{addr}"),
+            format!("http://{addr}/v1"),
+            format!("ftp://{addr}"),
+            "not a url".to_owned(),
+        ] {
+            let r =
+                crate::state::call_by_url(&broker, &origin, get("/v1/items/7", &[]), None).await;
+            match r {
+                Err(CallError::Denied(why)) => assert_eq!(why, "no grant covers this origin"),
+                other => panic!("{origin}: {other:?}"),
+            }
+        }
+        let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+        assert_eq!(seen.len(), 1, "only the granted request left: {seen:?}");
+        let h = &seen[0];
+        let header = |n: &str| h.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+        assert_eq!(
+            header("authorization"),
+            Some(format!("Bearer {TOKEN}").as_str())
+        );
+        assert_eq!(header("accept-encoding"), Some("identity"));
+        assert_eq!(header("host"), Some(addr.to_string().as_str()));
+        assert_eq!(header("user-agent"), Some("python-requests/2.32"));
         let trace = broker.trace();
         assert_eq!(trace.total(), 6);
         assert_eq!(trace.count(CallOutcome::Delivered), 1);

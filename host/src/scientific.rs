@@ -467,9 +467,15 @@ enum Frame {
         #[serde(default)]
         memory: bool,
     },
-    /// A broker call.
+    /// A broker call: under the grant `api`, or by URL to `origin` (the
+    /// standard HTTP clients), with a shorter timeout if asked.
     Call {
-        api: String,
+        #[serde(default)]
+        api: Option<String>,
+        #[serde(default)]
+        origin: Option<String>,
+        #[serde(default)]
+        timeout_ms: Option<u32>,
         method: String,
         path: String,
         #[serde(default)]
@@ -547,6 +553,8 @@ async fn door_answer(
         }
         Frame::Call {
             api,
+            origin,
+            timeout_ms,
             method,
             path,
             headers,
@@ -556,17 +564,20 @@ async fn door_answer(
                 return Ok(HOST_FAULT);
             };
             let broker = c.data().broker.clone();
-            let answer = broker
-                .call(
-                    &api,
-                    Request {
-                        method,
-                        path,
-                        headers,
-                        body,
-                    },
-                )
-                .await;
+            let req = Request {
+                method,
+                path,
+                headers,
+                body,
+            };
+            let timeout = timeout_ms.map(|ms| std::time::Duration::from_millis(ms.into()));
+            let answer = match (api, origin) {
+                (Some(api), None) => broker.call(&api, req).await,
+                (None, Some(origin)) => {
+                    crate::state::call_by_url(&broker, &origin, req, timeout).await
+                }
+                _ => return Ok(HOST_FAULT),
+            };
             serde_json::to_vec(&call_answer(answer))?
         }
     };

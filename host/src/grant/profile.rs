@@ -111,6 +111,51 @@ impl Origin {
     pub fn url(&self) -> String {
         format!("{}://{}", self.scheme, self.authority)
     }
+
+    /// A guest's origin (`scheme://host[:port]`, `http` or `https`), or
+    /// `None` when it is anything else: user information, a path other
+    /// than `/`, a query or a fragment. Nothing is normalised but case.
+    pub fn parse_guest(raw: &str) -> Option<Origin> {
+        if raw.len() > 2048 || raw.contains('#') {
+            return None;
+        }
+        let uri: http::Uri = raw.parse().ok()?;
+        let scheme = uri.scheme_str()?.to_ascii_lowercase();
+        if scheme != "http" && scheme != "https" {
+            return None;
+        }
+        let authority = uri.authority()?;
+        let rest = uri.path_and_query().map(|p| p.as_str()).unwrap_or("");
+        if authority.as_str().contains('@') || !(rest.is_empty() || rest == "/") {
+            return None;
+        }
+        Some(Origin {
+            scheme,
+            authority: authority.as_str().to_ascii_lowercase(),
+        })
+    }
+}
+
+/// Whether two origins are the same: scheme and host case-insensitively,
+/// with a scheme's default port (`:443`, `:80`) written or left out.
+pub fn same_origin(
+    scheme: &str,
+    authority: &str,
+    other_scheme: &str,
+    other_authority: &str,
+) -> bool {
+    fn bare<'a>(scheme: &str, authority: &'a str) -> &'a str {
+        let default = if scheme.eq_ignore_ascii_case("https") {
+            ":443"
+        } else if scheme.eq_ignore_ascii_case("http") {
+            ":80"
+        } else {
+            return authority;
+        };
+        authority.strip_suffix(default).unwrap_or(authority)
+    }
+    scheme.eq_ignore_ascii_case(other_scheme)
+        && bare(scheme, authority).eq_ignore_ascii_case(bare(other_scheme, other_authority))
 }
 
 /// One validated grant profile.
@@ -440,6 +485,37 @@ impl GrantProfiles {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn origins_compare_with_default_ports_and_guest_origins_are_strict() {
+        use super::{Origin, same_origin};
+        assert!(same_origin(
+            "https",
+            "api.example.com:443",
+            "HTTPS",
+            "API.example.com"
+        ));
+        assert!(same_origin("http", "127.0.0.1", "http", "127.0.0.1:80"));
+        assert!(!same_origin("http", "127.0.0.1:8080", "http", "127.0.0.1"));
+        assert!(!same_origin("https", "a.example", "http", "a.example"));
+        assert!(!same_origin("https", "a.example:80", "https", "a.example"));
+        let o = Origin::parse_guest("HTTP://Example.COM:8080/").expect("origin");
+        assert_eq!(
+            (o.scheme.as_str(), o.authority.as_str()),
+            ("http", "example.com:8080")
+        );
+        for bad in [
+            "http://u:p@example.com",
+            "http://example.com/v1",
+            "http://example.com/?q",
+            "http://example.com#f",
+            "ftp://example.com",
+            "example.com",
+            "",
+        ] {
+            assert!(Origin::parse_guest(bad).is_none(), "{bad}");
+        }
+    }
     use super::*;
 
     fn env(k: &str) -> Option<String> {

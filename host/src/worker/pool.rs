@@ -334,9 +334,14 @@ impl Worker {
             .await
             .map_err(|_| WorkerError::Hung)??;
             match frame {
-                FromWorker::BrokerCall { seq, api, request } => {
+                FromWorker::BrokerCall {
+                    seq,
+                    api,
+                    request,
+                    timeout_ms,
+                } => {
                     let result = broker
-                        .call(&api, request.into())
+                        .call_within(&api, request.into(), timeout_ms.map(Duration::from_millis))
                         .await
                         .map(Into::into)
                         .map_err(Into::into);

@@ -21,8 +21,9 @@ use std::io::{Read, Write};
 /// The protocol's version; both sides must agree exactly. Version 2: a
 /// worker serves runs one after another until the supervisor hangs up,
 /// and `Done` carries the boot the run saw. Version 3: a [`GuestImage`]
-/// has a [`ImageKind`] (a core-module guest is a directory).
-pub const PROTOCOL_VERSION: u32 = 3;
+/// has a [`ImageKind`] (a core-module guest is a directory). Version 4:
+/// a `BrokerCall` may carry the shorter timeout a call by URL asked for.
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// The largest frame either side accepts: a result can carry 16 MiB of
 /// artifacts and two 1 MiB outputs by default, base64-inflated.
@@ -250,6 +251,10 @@ pub enum FromWorker {
         seq: u64,
         api: String,
         request: WireRequest,
+        /// A shorter per-call timeout the guest asked for (a call by URL
+        /// with a client timeout); it can only shorten the run's own.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
     },
     /// The run's result, and the boot id the worker read after it (a
     /// worker whose boot changed between runs is retired).
@@ -432,7 +437,7 @@ mod tests {
 
     /// Tripwires: a change here changes the wire. Bump
     /// [`PROTOCOL_VERSION`] with it; do not just update the expected value.
-    const _: () = assert!(PROTOCOL_VERSION == 3);
+    const _: () = assert!(PROTOCOL_VERSION == 4);
     const _: () = assert!(MAX_FRAME == 96 << 20);
 
     #[test]

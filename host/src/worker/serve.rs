@@ -54,6 +54,7 @@ impl RemoteLink for Link {
         &'a self,
         api: &'a str,
         req: Request,
+        timeout: Option<std::time::Duration>,
     ) -> BoxFuture<'a, Result<Response, CallError>> {
         Box::pin(async move {
             let seq = self.seq.fetch_add(1, Ordering::Relaxed);
@@ -70,6 +71,8 @@ impl RemoteLink for Link {
                         seq,
                         api: api.to_owned(),
                         request: req.into(),
+                        timeout_ms: timeout
+                            .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
                     },
                 )
                 .is_ok()
