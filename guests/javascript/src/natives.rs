@@ -1,4 +1,4 @@
-//! The native functions under `console`, `plimsoll` and `fs`.
+//! The native functions under `console`, `plimsoll`, `fetch` and `fs`.
 //!
 //! `prelude.js` validates and normalises every argument before it calls
 //! these (strings are well-formed, headers are `[name, value]` pairs, bodies
@@ -12,12 +12,13 @@ use rquickjs::{Array, Ctx, Exception, Function, Object, Result, TypedArray, Valu
 
 use crate::bindings::plimsoll::sandbox::broker;
 
-/// The object handed to the prelude: `{ write, call, random }` and the
-/// file functions behind `fs`.
+/// The object handed to the prelude: `{ write, call, callOrigin, random }`
+/// and the file functions behind `fs`.
 pub fn object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
     let natives = Object::new(ctx.clone())?;
     natives.set("write", Function::new(ctx.clone(), write)?)?;
     natives.set("call", Function::new(ctx.clone(), call)?)?;
+    natives.set("callOrigin", Function::new(ctx.clone(), call_origin)?)?;
     natives.set("random", Function::new(ctx.clone(), random)?)?;
     natives.set("fsRead", Function::new(ctx.clone(), fs_read)?)?;
     natives.set("fsWrite", Function::new(ctx.clone(), fs_write)?)?;
@@ -199,7 +200,8 @@ fn write(stream: i32, text: String) {
     }
 }
 
-/// `call(api, method, path, headers, body)`: one broker call.
+/// `call(api, method, path, headers, body)`: one broker call under the
+/// grant named `api`.
 ///
 /// Returns `{status, headers, text, bytes}` for a response or
 /// `{error, reason}` for a refusal; the prelude turns these into a
@@ -212,14 +214,56 @@ fn call<'js>(
     headers: Array<'js>,
     body: Value<'js>,
 ) -> Result<Object<'js>> {
-    let request = broker::Request {
+    let request = broker_request(&ctx, method, path, &headers, body)?;
+    call_result(&ctx, broker::call(&api, &request))
+}
+
+/// `callOrigin(origin, method, path, headers, body, timeoutMs)`: one broker
+/// call by URL, for `fetch`: under the run's grant whose origin is `origin`
+/// (`scheme://host[:port]`), with `path` the URL's path and query.
+/// `timeoutMs` (`undefined` for none) can only shorten the host's per-call
+/// timeout.
+///
+/// Returns what `call` returns.
+fn call_origin<'js>(
+    ctx: Ctx<'js>,
+    origin: String,
+    method: String,
+    path: String,
+    headers: Array<'js>,
+    body: Value<'js>,
+    timeout_ms: Option<u32>,
+) -> Result<Object<'js>> {
+    let request = broker_request(&ctx, method, path, &headers, body)?;
+    call_result(&ctx, broker::call_origin(&origin, &request, timeout_ms))
+}
+
+fn broker_request<'js>(
+    ctx: &Ctx<'js>,
+    method: String,
+    path: String,
+    headers: &Array<'js>,
+    body: Value<'js>,
+) -> Result<broker::Request> {
+    Ok(broker::Request {
         method,
         path,
-        headers: header_pairs(&ctx, &headers)?,
-        body: body_bytes(&ctx, body)?,
-    };
+        headers: header_pairs(ctx, headers)?,
+        body: body_bytes(ctx, body)?,
+    })
+}
+
+/// A broker call's outcome as the prelude reads it: `{status, headers,
+/// text, bytes}` (headers as `[name, value]` pairs in the order received,
+/// `text` the body decoded as UTF-8 with invalid sequences replaced) or
+/// `{error, reason}` (`error` names the `plimsoll` error class; `reason` is
+/// the host's explanation, or `undefined`).
+fn call_result<'js>(
+    ctx: &Ctx<'js>,
+    answer: std::result::Result<broker::Response, broker::CallError>,
+) -> Result<Object<'js>> {
     let out = Object::new(ctx.clone())?;
-    match broker::call(&api, &request) {
+    match answer {
         Ok(response) => {
             out.set("status", response.status)?;
             let list = Array::new(ctx.clone())?;
