@@ -119,6 +119,7 @@ demo: guests build
 test: guests microvm clients
 	python3 guests/python/test_guest.py
 	python3 guests/python/test_build.py
+	node --test guests/javascript/test/fetch_test.mjs
 	$(CARGO) test --release --workspace -- $(TEST_ARGS)
 	$(CARGO) test --manifest-path guests/javascript/Cargo.toml
 
