@@ -202,9 +202,17 @@ impl Worker {
         engine: WorkerEngine,
         guests: Vec<GuestImage>,
     ) -> Result<Worker, WorkerError> {
+        // The boundary shows the worker exactly the components it loads.
+        let mut l = launch.clone();
+        l.images = guests
+            .iter()
+            .filter(|g| g.kind == ImageKind::Component)
+            .filter_map(|g| g.path.strip_prefix("/guests/"))
+            .map(str::to_owned)
+            .collect();
         // Preparing may write a VM's initramfs (hundreds of MB with a core
         // image): off the threads that carry every worker's frames.
-        let (w, l) = (wrapper.clone(), launch.clone());
+        let w = wrapper.clone();
         let prepared = tokio::task::spawn_blocking(move || w.prepare(&l))
             .await
             .map_err(|_| WorkerError::Spawn("the wrapper's preparation did not finish".into()))??;
@@ -576,6 +584,7 @@ impl Pool {
             worker_bin: config.worker_bin.clone(),
             libs,
             image_dir: config.image_dir.clone(),
+            images: Vec::new(),
             bundles: Vec::new(),
             workspace_bytes: config.workspace_bytes,
             uid,

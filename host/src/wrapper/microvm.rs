@@ -332,20 +332,26 @@ impl Microvm {
         })
     }
 
-    /// The guest images a VM is built with: the regular `.cwasm` files of
-    /// the image directory.
-    fn images(dir: &Path) -> Result<Vec<(String, PathBuf, u64)>, WrapperError> {
-        let rd = std::fs::read_dir(dir)
-            .map_err(|e| WrapperError::Setup(format!("{}: {e}", dir.display())))?;
-        let mut v = Vec::new();
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Ok(md) = e.metadata() else { continue };
-            if md.is_file() && name.ends_with(".cwasm") && !name.starts_with('.') {
-                v.push((name, e.path(), md.len()));
+    /// The component images a VM is built with: `names` (the worker's
+    /// images, file names in `dir`), each a regular file. Nothing else of
+    /// the directory (earlier builds' images) goes into the VM.
+    fn images(dir: &Path, names: &[String]) -> Result<Vec<(String, PathBuf, u64)>, WrapperError> {
+        let mut v = Vec::with_capacity(names.len());
+        for name in names {
+            if name.contains('/') || name.starts_with('.') || !name.ends_with(".cwasm") {
+                return Err(WrapperError::Setup(format!(
+                    "microVM initramfs: {name:?} is not a component image's name"
+                )));
+            }
+            let path = dir.join(name);
+            let md = std::fs::metadata(&path)
+                .map_err(|e| WrapperError::Setup(format!("{}: {e}", path.display())))?;
+            if md.is_file() {
+                v.push((name.clone(), path, md.len()));
             }
         }
         v.sort();
+        v.dedup();
         Ok(v)
     }
 
@@ -409,7 +415,7 @@ impl Microvm {
     /// and one without alternate).
     fn initramfs(&self, l: &Launch) -> Result<std::fs::File, WrapperError> {
         let err = |e: std::io::Error| WrapperError::Setup(format!("microVM initramfs: {e}"));
-        let images = Microvm::images(&l.image_dir)?;
+        let images = Microvm::images(&l.image_dir, &l.images)?;
         let bundles = Microvm::bundles(&l.image_dir, &l.bundles)?;
         let wmd = std::fs::metadata(&self.worker).map_err(err)?;
         let key = format!(

@@ -36,6 +36,11 @@ pub struct Launch {
     /// The directory of precompiled guest images (mounted read-only at
     /// `/guests`).
     pub image_dir: PathBuf,
+    /// The component images (file names in `image_dir`) this worker is
+    /// started with. A wrapper that mounts `image_dir` shows every file in
+    /// it anyway; a VM's initramfs carries only these, not the images of
+    /// earlier builds that the directory still holds.
+    pub images: Vec<String>,
     /// Core-module guests' directories in `image_dir` this worker must see
     /// (a wrapper that mounts `image_dir` shows them anyway; a VM's
     /// initramfs carries only these).
