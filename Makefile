@@ -60,7 +60,8 @@ javascript-guest: setup
 ## CPython as a component (componentize-py, pinned, in a virtualenv under
 ## guests/python/build). Rebuilt only when its sources change.
 python-guest: $(GUESTS_OUT)/python.wasm
-$(GUESTS_OUT)/python.wasm: guests/python/app.py guests/python/plimsoll.py guests/python/build.sh $(wildcard guests/python/deterministic/*.c) $(wildcard wit/*.wit)
+PYTHON_SHARED := guests/python/app.py guests/python/plimsoll.py guests/python/plimsoll_http.py guests/python/plimsoll_vendor.py guests/python/certifi_stub.py guests/python/vendor.sh guests/python/vendor-requirements.txt
+$(GUESTS_OUT)/python.wasm: $(PYTHON_SHARED) guests/python/build.sh $(wildcard guests/python/deterministic/*.c) $(wildcard wit/*.wit)
 	guests/python/build.sh
 
 ## CPython with numpy, pandas, scipy, scikit-learn, statsmodels and
@@ -69,7 +70,7 @@ $(GUESTS_OUT)/python.wasm: guests/python/app.py guests/python/plimsoll.py guests
 ## `plimsoll preinit-scientific` (so this builds the host first). Rebuilt
 ## only when its inputs change; about four minutes on two cores.
 scientific-guest: $(GUESTS_OUT)/scientific/scientific.wasm
-$(GUESTS_OUT)/scientific/scientific.wasm: guests/scientific/build.sh guests/scientific/driver.py guests/scientific/make_init.py guests/scientific/SHA256SUMS guests/python/app.py guests/python/plimsoll.py $(wildcard host/src/wasip1/*.rs) host/src/scientific.rs host/src/preinit.rs
+$(GUESTS_OUT)/scientific/scientific.wasm: guests/scientific/build.sh guests/scientific/driver.py guests/scientific/make_init.py guests/scientific/SHA256SUMS $(PYTHON_SHARED) $(wildcard host/src/wasip1/*.rs) host/src/scientific.rs host/src/preinit.rs
 	$(CARGO) build --release -p plimsoll --bin plimsoll
 	PLIMSOLL_BIN=$(PLIMSOLL) guests/scientific/build.sh
 

@@ -35,7 +35,9 @@ except ImportError:  # imported by the scientific guest's driver, which has its 
 # the whole standard library (33 MB component, 28.8 MB heap) costs 7.6 ms
 # per fresh run, this list (about 20 MB, 15 MB heap) about 4 ms. So the list
 # is what agents' code and benchmark problems actually import; extend it
-# here when one is missing.
+# here when one is missing. The last lines are what the vendored requests,
+# urllib3 and charset_normalizer import (they are imported on demand, see
+# `_pack_vendored`; test_guest.py checks that they need nothing else).
 _PRELOAD = """
     abc argparse array ast asyncio base64 binascii bisect builtins bz2 calendar cmath codecs
     collections collections.abc colorsys contextlib contextvars copy copyreg csv dataclasses
@@ -50,6 +52,8 @@ _PRELOAD = """
     encodings.idna encodings.utf_16 encodings.utf_32 encodings.latin_1 encodings.ascii
     encodings.cp1252 encodings.unicode_escape encodings.raw_unicode_escape
     plimsoll
+    http.cookiejar http.cookies importlib.metadata
+    encodings.utf_16_be encodings.utf_16_le encodings.utf_32_be encodings.utf_32_le
 """.split()
 
 
@@ -61,8 +65,43 @@ def _preload():
             pass
 
 
+def _pack_vendored():
+    """The vendored packages (requests and its dependencies), compiled into
+    the one compressed blob plimsoll_vendor's finder serves them from on
+    import; `(index, blob)`. The build copies their sources to `vendor/`
+    beside this file (not on the module path).
+
+    This runs at build time before `_preload`: compiling them takes several
+    MB at its peak (idna's tables), and wasm memory never shrinks, so the
+    snapshot would keep that much freed memory; compiled first, the
+    preloaded modules fill it instead.
+    """
+    import plimsoll_vendor
+
+    vendor = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vendor")
+    if not os.path.isdir(os.path.join(vendor, "requests")):
+        raise ImportError("the build put no vendored packages in %s (see guests/python/vendor.sh)" % vendor)
+    return plimsoll_vendor.pack(plimsoll_vendor.read_tree(vendor))
+
+
+if sys.platform == "wasi" and wit_world is not None:  # the small guest's build
+    _vendored = _pack_vendored()
+
 if sys.platform == "wasi":  # at build time; a native test run skips it
     _preload()
+
+if sys.platform == "wasi" and wit_world is not None:
+    # After the preload, so that no preloaded module finds a vendored one.
+    import plimsoll_vendor
+
+    plimsoll_vendor.install(*_vendored)
+    del _vendored
+
+# urllib.request, http.client and (vendored) requests reach the run's
+# granted APIs through the broker, by URL: see plimsoll_http.py.
+import plimsoll_http  # noqa: E402
+
+plimsoll_http.install()
 
 
 def _patch_asyncio():
@@ -201,8 +240,9 @@ def _format_exception(exc, tb):
 
 
 _NO_NETWORK_HINT = (
-    "\nNote: this sandbox has no network access (no sockets, no DNS). Reach "
-    "HTTP APIs through the broker instead, e.g.\n"
+    "\nNote: this sandbox has no network access (no sockets, no DNS). HTTP "
+    "calls made with urllib.request, http.client or requests reach the APIs "
+    "this run has grants for (the host makes them); so does the broker, e.g.\n"
     "    import plimsoll\n"
     "    plimsoll.get(\"<grant name>\", \"/path\")\n"
 )

@@ -4,8 +4,10 @@
 #     guests/python/build.sh [OUT]     (OUT defaults to target/guests/python.wasm)
 #
 # Idempotent and runnable from any directory. Creates a virtualenv under
-# guests/python/build/venv (gitignored) holding the pinned componentize-py;
-# the only network access is that pip install, on the first run.
+# guests/python/build/venv (gitignored) holding the pinned componentize-py,
+# and unpacks the vendored packages (vendor.sh: requests, urllib3, idna,
+# charset_normalizer, pinned by hash) under guests/python/build/vendor; the
+# only network access is those two downloads, on the first run.
 #
 # Reproducible: componentize-py runs CPython at build time and snapshots it,
 # so it runs here with fixed clocks and entropy (deterministic/fixed-clocks.c,
@@ -40,6 +42,10 @@ fi
 
 mkdir -p "$(dirname "$out")"
 
+# The vendored packages (requests and its dependencies): pinned wheels,
+# unpacked under build/vendor (cached; fetched from PyPI the first time).
+"$here/vendor.sh" "$build/vendor"
+
 # The fixed build environment's two helpers, compiled when their sources
 # change (atomically: two builds may run at once).
 fixed=""
@@ -73,8 +79,13 @@ scratch="${PLIMSOLL_PYTHON_BUILD_SCRATCH:-$build}"
 mkdir -p "$scratch"
 root="$(mktemp -d "$scratch/root.XXXXXX")"
 trap 'rm -rf "$root"' EXIT
-mkdir -p "$root/src" "$root/tmp"
-cp "$here/app.py" "$here/plimsoll.py" "$root/src/"
+mkdir -p "$root/src/vendor" "$root/tmp"
+cp "$here/app.py" "$here/plimsoll.py" "$here/plimsoll_http.py" "$here/plimsoll_vendor.py" "$root/src/"
+# app.py compiles these into one blob at build time (plimsoll_vendor.py);
+# they are not on the module path.
+for pkg in "$build/vendor"/*/; do
+    [ "$(basename "$pkg")" = LICENSES ] || cp -R "$pkg" "$root/src/vendor/"
+done
 
 cd "$build"
 start=$(date +%s)

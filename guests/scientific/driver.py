@@ -8,7 +8,9 @@ notebook would show under `out/`, and reports the result or the traceback
 back through the door. See host/src/scientific.rs for the frames.
 
 `snapshot_init()` runs once, at build time, before the interpreter is
-snapshotted: it imports the scientific stack, so that no run pays for it.
+snapshotted: it imports the scientific stack, so that no run pays for it,
+and installs the vendored requests (imported on demand, see
+guests/python/plimsoll_vendor.py).
 The snapshot's clocks and entropy are fixed; `_per_instance()` reseeds
 `random` and numpy's global generator from the instance's own entropy
 before its first cell.
@@ -38,10 +40,22 @@ _figures = 0
 _reseeded = False
 
 
-def snapshot_init():
-    """Import the stack (build time only)."""
+def snapshot_init(vendor=()):
+    """Import the stack (build time only) and install the vendored packages.
+
+    `vendor` yields their `(relative path, source)` pairs, compiled here, by
+    the snapshot's own CPython, into the blob plimsoll_vendor serves them
+    from on import. They are compiled first: that takes several MB at its
+    peak, which the stack's modules then reuse (wasm memory never shrinks,
+    so freed memory would stay in the snapshot); the finder is installed
+    last, so that nothing in the stack imports a vendored package into the
+    snapshot.
+    """
     import importlib
 
+    import plimsoll_vendor
+
+    index, blob = plimsoll_vendor.pack(vendor)
     os.environ["MPLBACKEND"] = "Agg"
     failed = []
     for name in _STACK:
@@ -56,6 +70,8 @@ def snapshot_init():
     plt.switch_backend("Agg")
     # `show()` saves the open figures, as a notebook shows them.
     plt.show = _show
+    if index:
+        plimsoll_vendor.install(index, blob)
     import gc
 
     gc.collect()

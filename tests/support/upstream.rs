@@ -98,6 +98,7 @@ async fn answer(
         }
         "/big/over" => resp(200, Bytes::from(vec![b'b'; (4 << 20) + 1])),
         "/big/exact" => resp(200, Bytes::from(vec![b'b'; 4 << 20])),
+        "/big/five" => resp(200, Bytes::from(vec![b'b'; 5 << 20])),
         "/limited/1" => hyper::Response::builder()
             .status(429)
             .header("retry-after", "2")
@@ -106,6 +107,15 @@ async fn answer(
         "/moved/1" => hyper::Response::builder()
             .status(302)
             .header("location", "/v1/admin")
+            .body(Full::new(Bytes::new()))
+            .unwrap_or_default(),
+        // A redirect to wherever `?to=` says (another origin, in tests).
+        "/moved/away" => hyper::Response::builder()
+            .status(302)
+            .header(
+                "location",
+                target.split_once("?to=").map(|(_, to)| to).unwrap_or("/"),
+            )
             .body(Full::new(Bytes::new()))
             .unwrap_or_default(),
         p if p.starts_with("/v1/echo/") => echo(&p["/v1/echo/".len()..], &auth),
