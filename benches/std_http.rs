@@ -144,7 +144,7 @@ fn main() {
             envelope: Envelope {
                 broker_calls: 100_000,
                 wall_time_ms: 600_000,
-                fuel: u64::MAX / 4,
+                fuel: 500_000_000_000_000,
                 ..Envelope::default()
             },
             interpreters: vec![

@@ -33,6 +33,7 @@ the reason ``"no grant covers this origin"``.
 
 import json as _json
 import math as _math
+import re as _re
 import urllib.parse as _urlparse
 
 try:
@@ -258,6 +259,8 @@ _MAX_TIMEOUT_MS = 2**32 - 1
 # Characters no URL handed to call_url may hold (controls and the space):
 # `urlsplit` would silently drop some of them, so refuse them up front.
 _URL_FORBIDDEN = frozenset(chr(c) for c in range(0x21)) | {"\x7f"}
+_has_forbidden = _re.compile("[\x00-\x20\x7f]").search
+_bad_host = _re.compile(r"[\x00-\x20\x7f/?#@\[\]\\]").search
 
 
 def call_url(method, url, body=None, headers=None, timeout=None):
@@ -309,7 +312,7 @@ def _split_url(url):
     for a non-``str``) for anything :func:`call_url` refuses.
     """
     _check_str("url", url)
-    if any(ch in _URL_FORBIDDEN for ch in url):
+    if _has_forbidden(url):
         raise ValueError("the URL has a space or a control character; percent-encode it")
     parts = _urlparse.urlsplit(url)
     scheme = parts.scheme.lower()
@@ -338,7 +341,7 @@ def _make_origin(scheme, host, port=None, default_port=None):
     host = host.lower()
     if not host:
         raise ValueError("the URL has no host")
-    if any(ch in _URL_FORBIDDEN or ch in "/?#@[]\\" for ch in host):
+    if _bad_host(host):
         raise ValueError("%r is not a valid host name" % (host[:80],))
     if not host.isascii():
         try:

@@ -254,6 +254,37 @@ def response_bytes(answer, method=None):
     return b"\r\n".join(lines) + b"\r\n\r\n" + answer.body
 
 
+def _direct_response(response_class, answer, method, debuglevel):
+    """The ``http.client.HTTPResponse`` that ``begin()`` would make from
+    :func:`response_bytes` of ``answer``, built directly (no bytes
+    serialised and parsed again): the same status, reason, version,
+    ``HTTPMessage`` of the same headers (values as Latin-1, as parsed),
+    length and framing. ``None`` when the parse must run: a subclass of
+    ``HTTPResponse``, debugging output, or an informational (1xx) status."""
+    status = answer.status
+    if response_class is not http.client.HTTPResponse or debuglevel > 0 or not 200 <= status <= 999:
+        return None
+    body = answer.body
+    response = response_class(_AnswerSocket(body), method=method)
+    msg = http.client.HTTPMessage()
+    for name, value in response_headers(answer.headers, len(body)):
+        if not value.isascii():
+            value = _header_bytes(value).decode("latin-1")
+        msg[name] = value
+    response.version = 11
+    response.code = response.status = status
+    response.reason = http.client.responses.get(status, "")
+    response.headers = response.msg = msg
+    response.chunked = False
+    response.chunk_left = None
+    response.will_close = False
+    if status in (http.client.NO_CONTENT, http.client.NOT_MODIFIED) or method == "HEAD":
+        response.length = 0
+    else:
+        response.length = len(body)
+    return response
+
+
 class _AnswerSocket:
     """What ``http.client.HTTPResponse`` reads a response from: a socket
     whose ``makefile`` gives the bytes of one answer."""
@@ -439,6 +470,9 @@ class HTTPConnection(_BASE):
                 )
             except plimsoll.BrokerError as err:
                 raise os_error(err, origin) from err
+            response = _direct_response(self.response_class, answer, method, self.debuglevel)
+            if response is not None:
+                return response
             sock = _AnswerSocket(response_bytes(answer))
             if self.debuglevel > 0:
                 response = self.response_class(sock, self.debuglevel, method=method)
@@ -524,6 +558,27 @@ def _make_adapter(base):
 
         _plimsoll_gate = True
 
+        def init_poolmanager(self, connections, maxsize, block=False, **pool_kwargs):
+            """Record the pool settings; the urllib3 ``PoolManager`` (which
+            no request here uses) is only made if ``poolmanager`` is read,
+            so that the two adapters of every new ``Session`` are cheap."""
+            self._pool_connections = connections
+            self._pool_maxsize = maxsize
+            self._pool_block = block
+            self._plimsoll_pool_kwargs = pool_kwargs
+            self.__dict__.pop("poolmanager", None)
+
+        def __getattr__(self, name):
+            if name != "poolmanager" or "_plimsoll_pool_kwargs" not in self.__dict__:
+                raise AttributeError(
+                    "%r object has no attribute %r" % (type(self).__name__, name)
+                )
+            base.init_poolmanager(
+                self, self._pool_connections, self._pool_maxsize, block=self._pool_block,
+                **self._plimsoll_pool_kwargs,
+            )
+            return self.__dict__["poolmanager"]
+
         def send(self, request, stream=False, timeout=None, verify=True, cert=None, proxies=None):
             url = _text(request.url)
             try:
@@ -573,6 +628,7 @@ def patch_requests():
     ``requests.adapters.HTTPAdapter`` and the name ``requests.sessions``
     uses. Imports requests; idempotent."""
     import requests.adapters
+    import requests.models
     import requests.sessions
 
     if getattr(requests.adapters.HTTPAdapter, "_plimsoll_gate", False):
@@ -580,6 +636,79 @@ def patch_requests():
     adapter = _make_adapter(requests.adapters.HTTPAdapter)
     requests.adapters.HTTPAdapter = adapter
     requests.sessions.HTTPAdapter = adapter
+    _patch_session(requests.sessions.Session)
+    _patch_protocols(requests)
+
+
+def _patch_session(session_class):
+    """Make ``trust_env`` default to ``False`` on every new ``Session``.
+
+    With ``trust_env`` true, requests reads proxies from the environment
+    (``*_proxy``, ``no_proxy``), a CA bundle from ``REQUESTS_CA_BUNDLE`` and
+    credentials from ``~/.netrc`` on every request, touching the file
+    system each time. In the sandbox none of them can have an effect: there
+    are no proxies (the host calls the origin), TLS is verified by the
+    host, and a credential from the guest is refused (the grant's is the
+    only one). So the work is skipped; setting ``session.trust_env = True``
+    by hand brings it back, still to no effect.
+    """
+    init = session_class.__init__
+    if getattr(init, "_plimsoll_gate", False):
+        return
+
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.trust_env = False
+
+    __init__._plimsoll_gate = True
+    __init__.__doc__ = init.__doc__
+    __init__.__qualname__ = init.__qualname__
+    session_class.__init__ = __init__
+
+
+def _patch_protocols(requests):
+    """Make requests' ``isinstance`` checks against its runtime-checkable
+    ``Protocol`` classes (``SupportsItems`` in ``to_key_val_list``, run for
+    every session setting merged; ``SupportsRead`` in ``_encode_params``)
+    cheap for the types that reach them on every request. Any other type
+    gets the ``Protocol``'s own answer."""
+    from collections import OrderedDict
+
+    import requests.models
+    import requests.utils
+    from requests.structures import CaseInsensitiveDict
+
+    plain = (list, tuple, str, bytes, bytearray, int, float, bool, type(None))
+    mappings = (dict, OrderedDict, CaseInsensitiveDict)
+    for module, name, yes, no in [
+        (requests.utils, "_SupportsItems", mappings, plain),
+        (requests.models, "_SupportsRead", (), mappings + plain),
+    ]:
+        proto = getattr(module, name, None)
+        if proto is not None and not getattr(proto, "_plimsoll_gate", False):
+            setattr(module, name, _fast_protocol(proto, frozenset(yes), frozenset(no)))
+
+
+def _fast_protocol(proto, yes, no):
+    """A class standing for runtime-checkable ``Protocol`` ``proto`` in
+    ``isinstance``: ``True`` for instances of exactly the types in ``yes``,
+    ``False`` for those in ``no``, ``proto``'s answer otherwise."""
+
+    class FastProtocol(type):
+        def __instancecheck__(cls, obj):
+            kind = type(obj)
+            if kind in yes:
+                return True
+            if kind in no:
+                return False
+            return isinstance(obj, proto)
+
+        def __subclasscheck__(cls, sub):
+            return issubclass(sub, proto)
+
+    return FastProtocol(proto.__name__, (), {
+        "__doc__": proto.__doc__, "__module__": proto.__module__, "_plimsoll_gate": True,
+    })
 
 
 class _PatchingLoader:

@@ -45,15 +45,21 @@
     const arrayPush = Array.prototype.push;
     const arraySort = Array.prototype.sort;
     const uint8Slice = Uint8Array.prototype.slice;
+    const regexpExec = RegExp.prototype.exec;
     const typedArrayBuffer = Object.getOwnPropertyDescriptor(getPrototypeOf(Uint8Array.prototype), "buffer").get;
     const arrayBufferSlice = ArrayBuffer.prototype.slice;
     const PromiseCtor = Promise;
     const promiseThen = Promise.prototype.then;
     const promiseReject = Promise.reject;
+    const promiseResolve = Promise.resolve;
     const resolvedPromise = Promise.resolve();
     const WeakMapCtor = WeakMap;
     const weakMapGet = WeakMap.prototype.get;
     const weakMapSet = WeakMap.prototype.set;
+    const mapGet = Map.prototype.get;
+    const mapSet = Map.prototype.set;
+    const mapClear = Map.prototype.clear;
+    const mapSize = Object.getOwnPropertyDescriptor(Map.prototype, "size").get;
     const TypeErrorCtor = TypeError;
     const RangeErrorCtor = RangeError;
     const dateNow = Date.now;
@@ -737,11 +743,62 @@
         return parseTail(base.scheme, base.host, base.port, slice(base.path, 0, dir) + ref);
     }
 
+    // An absolute URL the parser below would return unchanged: a lower-case
+    // http(s) scheme and host, a port without leading zeros, and no
+    // whitespace, backslash, user info, `.`/`..` or `%2e` path segment, or
+    // character any part would percent-encode. Most URLs are like this;
+    // one regular expression parses them (the parser costs tens of
+    // microseconds a URL in QuickJS). Groups: scheme, host, port, path,
+    // query, fragment.
+    const SIMPLE_URL = /^(https?):\/\/([a-z0-9._~-]+)(?::([1-9][0-9]{0,4}))?((?![^?#]*%2[eE])(?:\/(?!\.\.?(?:[\/?#]|$))[!$-.0-;=@-\[\]_a-z|~]*)*)(?:\?([!$-&(-;=?-~]*))?(?:#([!#-;=?-_a-~]*))?$/;
+
+    // The URLs parseSimpleUrl parsed last, by string: a cell fetches the
+    // same few again and again. The parsed URLs are frozen (every parsed
+    // URL is treated as immutable; a redirect makes a new one).
+    const simpleUrls = new MapCtor();
+    const SIMPLE_URLS_MAX = 64;
+
+    // `s` parsed by SIMPLE_URL, or null for the full parser.
+    function parseSimpleUrl(s) {
+        const known = call(mapGet, simpleUrls, s);
+        if (known !== undefined) return known;
+        const url = matchSimpleUrl(s);
+        if (url !== null && s.length <= 2048) {
+            if (call(mapSize, simpleUrls) >= SIMPLE_URLS_MAX) call(mapClear, simpleUrls);
+            call(mapSet, simpleUrls, s, freeze(url));
+        }
+        return url;
+    }
+
+    function matchSimpleUrl(s) {
+        const m = call(regexpExec, SIMPLE_URL, s);
+        if (m === null) return null;
+        const scheme = m[1];
+        let port = m[3];
+        if (port === undefined) {
+            port = "";
+        } else {
+            const n = +port;
+            // Too large: the full parser says so.
+            if (n > 65535) return null;
+            if (n === (scheme === "http" ? 80 : 443)) port = "";
+        }
+        return {
+            scheme, host: m[2], port,
+            path: m[4] === "" ? "/" : m[4],
+            query: m[5] === undefined ? null : m[5],
+            fragment: m[6] === undefined ? null : m[6],
+        };
+    }
+
     // A URL, parsed; `base` (a parsed URL) for relative ones. Throws a
     // TypeError naming what is wrong, never echoing the URL (it could carry
     // a password).
     function parseUrl(input, base) {
         const raw = wellFormed(StringCtor(input));
+        // An absolute URL with "//" ignores the base, as below.
+        const simple = parseSimpleUrl(raw);
+        if (simple !== null) return simple;
         let start = 0;
         let end = raw.length;
         while (start < end && code(raw, start) <= 0x20) start++;
@@ -995,6 +1052,15 @@
     }
     defineProperty(Headers.prototype, symbolIterator, { value: Headers.prototype.entries, writable: true, configurable: true });
     defineProperty(Headers.prototype, symbolToStringTag, { value: "Headers", configurable: true });
+
+    // A new header list from a HeadersInit (undefined for none), as
+    // `new Headers(init)` would hold.
+    function headerList(init) {
+        if (init === undefined) return [];
+        const st = { kind: "Headers", list: [], immutable: false };
+        fillHeaders(st, init);
+        return st.list;
+    }
 
     function copyList(list, from) {
         const out = [];
@@ -1287,9 +1353,8 @@
         }
     }
 
-    function setContentType(headersObject, type) {
-        const st = slotOf(headersObject, "Headers");
-        if (type !== null && listIndexOf(st.list, "content-type", 0) < 0) push(st.list, ["content-type", type]);
+    function setContentType(list, type) {
+        if (type !== null && listIndexOf(list, "content-type", 0) < 0) push(list, ["content-type", type]);
     }
 
     // ---- Request ----
@@ -1307,22 +1372,24 @@
         return s;
     }
 
-    // A Request's state from `new Request(input, init)`.
-    function requestState(input, init) {
+    // What `new Request(input, init)` and `fetch(input, init)` make of
+    // their arguments: `{url, method, list, signal, redirect, body}`, with
+    // the headers as a list (a Headers object is only made for a Request)
+    // and `signal` null when there is none (fetch then skips the checks;
+    // a Request gets one that never aborts).
+    function requestParts(input, init) {
         const dict = dictionary(init, "the RequestInit");
-        const base = isKind(input, "Request") ? call(weakMapGet, slots, input) : null;
+        const base = typeof input === "string" ? null : isKind(input, "Request") ? call(weakMapGet, slots, input) : null;
         const url = base !== null ? base.url : parseUrl(input, undefined);
         const method = dict.method !== undefined ? normalizeMethod(dict.method) : base !== null ? base.method : "GET";
         const headersInit = dict.headers !== undefined ? dict.headers : base !== null ? base.headers : undefined;
-        const headers = new Headers(headersInit);
+        const list = headerList(headersInit);
 
         let signal = base !== null ? base.signal : null;
         if (dict.signal !== undefined) {
             if (dict.signal !== null && !isKind(dict.signal, "AbortSignal")) throw typeError("signal must be an AbortSignal");
             signal = dict.signal === null ? null : call(weakMapGet, slots, dict.signal);
         }
-        // A request without one gets a signal that never aborts.
-        if (signal === null) signal = newSignal();
 
         let redirect = base !== null ? base.redirect : "follow";
         if (dict.redirect !== undefined) {
@@ -1341,14 +1408,26 @@
         if (hasInitBody) {
             const extracted = extractBody(initBody);
             body = extracted.body;
-            setContentType(headers, extracted.type);
+            setContentType(list, extracted.type);
         } else if (base !== null && base.body !== null) {
             // The body moves to the new request, as WHATWG's does.
             if (base.body.used) throw typeError("the input Request's body has already been read");
             body = copyBody(base.body);
             base.body.used = true;
         }
-        return { kind: "Request", url, method, headers, signal, redirect, body };
+        return { url, method, list, signal, redirect, body };
+    }
+
+    // A Request's state from `new Request(input, init)`.
+    function requestState(input, init) {
+        const parts = requestParts(input, init);
+        return {
+            kind: "Request", url: parts.url, method: parts.method,
+            headers: new Headers(INTERNAL, { kind: "Headers", list: parts.list, immutable: false }),
+            // A request without a signal gets one that never aborts.
+            signal: parts.signal !== null ? parts.signal : newSignal(),
+            redirect: parts.redirect, body: parts.body,
+        };
     }
 
     class Request {
@@ -1410,12 +1489,13 @@
                 if (!(c === 0x09 || (c >= 0x20 && c !== 0x7f))) throw typeError("invalid statusText");
             }
         }
-        const headers = new Headers(dict.headers);
+        const list = headerList(dict.headers);
         if (extracted === undefined && body !== null) extracted = extractBody(body);
         if (extracted !== undefined) {
             if (isNullBodyStatus(status)) throw typeError("a Response with status " + status + " cannot have a body");
-            setContentType(headers, extracted.type);
+            setContentType(list, extracted.type);
         }
+        const headers = new Headers(INTERNAL, { kind: "Headers", list, immutable: false });
         return {
             kind: "Response", type: "default", status, statusText, headers,
             body: extracted === undefined ? null : extracted.body, urlList: [], signal: null,
@@ -1429,6 +1509,14 @@
             headers: new Headers(INTERNAL, { kind: "Headers", list: headerList, immutable: true }),
             body: null, urlList: [], signal: null,
         });
+    }
+
+    // A Response's Headers object. A fetched response's is made when it is
+    // first asked for (`headers` is null until then; `headerList` holds
+    // the list).
+    function responseHeaders(st) {
+        if (st.headers === null) st.headers = new Headers(INTERNAL, { kind: "Headers", list: st.headerList, immutable: true });
+        return st.headers;
     }
 
     function responseBody(response, how) {
@@ -1472,7 +1560,7 @@
             return status >= 200 && status <= 299;
         }
         get statusText() { return slotOf(this, "Response").statusText; }
-        get headers() { return slotOf(this, "Response").headers; }
+        get headers() { return responseHeaders(slotOf(this, "Response")); }
         get bodyUsed() {
             const body = slotOf(this, "Response").body;
             return body !== null && body.used;
@@ -1484,7 +1572,7 @@
         clone() {
             const st = slotOf(this, "Response");
             if (st.body !== null && st.body.used) throw typeError("cannot clone a Response whose body has been read");
-            const headers = slotOf(st.headers, "Headers");
+            const headers = slotOf(responseHeaders(st), "Headers");
             return new FetchResponse(INTERNAL, {
                 kind: "Response", type: st.type, status: st.status, statusText: st.statusText,
                 headers: copyHeaders(headers, headers.immutable), body: copyBody(st.body),
@@ -1533,10 +1621,9 @@
     }
 
     // The Response for the broker's answer. Its headers come from the
-    // host, which has already filtered them.
+    // host, which has already filtered them; the list is the native's
+    // (nothing else holds it), its Headers object made on demand.
     function fetchedResponse(raw, urlList, signal) {
-        const list = [];
-        for (let i = 0; i < raw.headers.length; i++) push(list, [raw.headers[i][0], raw.headers[i][1]]);
         let body = null;
         if (!isNullBodyStatus(raw.status)) {
             const text = raw.text;
@@ -1544,24 +1631,33 @@
         }
         return new FetchResponse(INTERNAL, {
             kind: "Response", type: "basic", status: raw.status, statusText: "",
-            headers: new Headers(INTERNAL, { kind: "Headers", list, immutable: true }),
+            headers: null, headerList: raw.headers,
             body, urlList, signal,
         });
     }
 
-    // The broker calls for one fetch: the request, then each redirect it
-    // follows (at most 20), each a new call checked by the host.
+    // The broker calls for one fetch (`rq` from requestParts; `signal`
+    // null for none): the request, then each redirect it follows (at most
+    // 20), each a new call checked by the host.
     function fetchFollowing(rq, signal) {
         let url = rq.url;
         let method = rq.method;
         let body = rq.body;
-        let headers = sortAndCombine(slotOf(rq.headers, "Headers").list);
-        if (listIndexOf(headers, "accept", 0) < 0) push(headers, ["accept", "*/*"]);
+        let headers;
+        if (rq.list.length === 0) {
+            headers = [["accept", "*/*"]];
+        } else {
+            headers = sortAndCombine(rq.list);
+            if (listIndexOf(headers, "accept", 0) < 0) push(headers, ["accept", "*/*"]);
+        }
         const urlList = [url];
         for (let redirects = 0; ;) {
-            refreshSignal(signal);
-            if (signal.aborted) throw signal.reason;
-            const timeout = timeoutMs(signal);
+            let timeout;
+            if (signal !== null) {
+                refreshSignal(signal);
+                if (signal.aborted) throw signal.reason;
+                timeout = timeoutMs(signal);
+            }
             const raw = native.callOrigin(urlOrigin(url), method, urlTarget(url), headers, nativeBody(body), timeout);
             if (raw.error !== undefined) throw fetchRefusal(raw, signal, timeout);
             const status = raw.status;
@@ -1575,7 +1671,9 @@
             } catch (e) {
                 throw typeError("fetch failed", e);
             }
-            if (next.fragment === null) next.fragment = url.fragment;
+            if (next.fragment === null && url.fragment !== null) {
+                next = { scheme: next.scheme, host: next.host, port: next.port, path: next.path, query: next.query, fragment: url.fragment };
+            }
             if (++redirects > 20) throw typeError("fetch failed", typeError("redirect count exceeded"));
             if (((status === 301 || status === 302) && method === "POST") || (status === 303 && method !== "GET" && method !== "HEAD")) {
                 method = "GET";
@@ -1595,13 +1693,16 @@
         let signal;
         let response;
         try {
-            const rq = requestState(input, init);
+            const rq = requestParts(input, init);
             signal = rq.signal;
             response = fetchFollowing(rq, signal);
         } catch (e) {
             // An aborted signal's reason is passed on as it is.
-            return call(promiseReject, PromiseCtor, signal !== undefined && signal.aborted && e === signal.reason ? e : hidePreludeFrames(e));
+            return call(promiseReject, PromiseCtor, signal !== undefined && signal !== null && signal.aborted && e === signal.reason ? e : hidePreludeFrames(e));
         }
+        // Without a signal nothing can happen in between: the promise is
+        // settled already, as an async function's would be.
+        if (signal === null) return call(promiseResolve, PromiseCtor, response);
         // The host has answered already (the call is synchronous); the
         // promise settles on the job queue, like plimsoll.call's. An abort in
         // between (`const p = fetch(u, {signal}); controller.abort()`) still
@@ -1636,7 +1737,7 @@
                 return "Response " + stringify({
                     status: st.status, statusText: st.statusText, ok: st.status >= 200 && st.status <= 299, type: st.type,
                     url: st.urlList.length === 0 ? "" : urlHref(st.urlList[st.urlList.length - 1], false),
-                    redirected: st.urlList.length > 1, bodyUsed: used(st.body), headers: headersObject(st.headers),
+                    redirected: st.urlList.length > 1, bodyUsed: used(st.body), headers: headersObject(responseHeaders(st)),
                 });
             case "AbortSignal": return "AbortSignal " + stringify({ aborted: st.aborted });
             case "AbortController": return "AbortController " + stringify({ signal: { aborted: st.signal.aborted } });

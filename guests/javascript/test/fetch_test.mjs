@@ -615,6 +615,34 @@ test("URL parsing follows the URL standard where fetch needs it", async () => {
     assert.equal(new env.ctx.Request("https://a.example/x?y#z w").url, "https://a.example/x?y#z%20w");
 });
 
+test("a URL fetched again parses as the first time; fetched headers are made once, on demand", async () => {
+    const env = load();
+    env.handler = (c, n) => n === 1
+        ? env.respond(302, [["location", "/b"]])
+        : env.respond(200, [["Content-Type", "text/plain"], ["x-a", "1"], ["X-A", "2"]], "ok");
+    const url = "https://api.example.com/a/./c/../?q=1#frag";
+    const simple = "https://api.example.com:443/a?q=1#frag";
+    const r1 = await env.ctx.fetch(simple);
+    assert.equal(r1.url, "https://api.example.com/b");
+    assert.equal(r1.redirected, true);
+    const r2 = await env.ctx.fetch(simple);
+    assert.equal(r2.url, "https://api.example.com/a?q=1");
+    const r3 = await env.ctx.fetch(url);
+    assert.equal(r3.url, "https://api.example.com/a/?q=1");
+    assert.deepEqual(env.calls.map((c) => c.origin + c.path), [
+        "https://api.example.com/a?q=1", "https://api.example.com/b", "https://api.example.com/a?q=1", "https://api.example.com/a/?q=1",
+    ]);
+    // A clone made before the headers were looked at has them too.
+    const copy = r2.clone();
+    assert.equal(r2.headers, r2.headers);
+    assert.equal(r2.headers.get("x-a"), "1, 2");
+    assert.deepEqual(plain([...r2.headers]), [["content-type", "text/plain"], ["x-a", "1, 2"]]);
+    assert.deepEqual(plain([...copy.headers]), [["content-type", "text/plain"], ["x-a", "1, 2"]]);
+    for (const r of [r2, copy]) assert.throws(() => r.headers.append("x", "y"), (e) => e instanceof env.ctx.TypeError);
+    assert.equal(await copy.text(), "ok");
+    assert.equal(await r2.text(), "ok");
+});
+
 test("relative redirect locations resolve against the current URL", async () => {
     const env = load();
     const cases = [
