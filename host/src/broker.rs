@@ -340,6 +340,24 @@ impl RunBroker {
         self.call_within(&api, req, timeout).await
     }
 
+    /// A call by URL from any guest: `origin` as the guest wrote it
+    /// (`scheme://host[:port]`). One that is not an origin is handled as
+    /// one no grant covers: denied, traced, nothing sent.
+    pub async fn call_url(
+        &self,
+        origin: &str,
+        req: Request,
+        timeout: Option<Duration>,
+    ) -> Result<Response, CallError> {
+        match crate::grant::profile::Origin::parse_guest(origin) {
+            Some(o) => {
+                self.call_origin(&o.scheme, &o.authority, req, timeout)
+                    .await
+            }
+            None => self.call_within(NO_GRANT_FOR_ORIGIN, req, timeout).await,
+        }
+    }
+
     /// [`RunBroker::call`] with the per-call timeout shortened to
     /// `timeout`, if given (never lengthened).
     pub async fn call_within(

@@ -190,19 +190,14 @@ mod tests {
         Ok((status, body))
     }
 
-    /// `send_request` against a real upstream: routed by origin to the
-    /// grant, checked like a broker call, sent with the credential (and the
-    /// host's own framing and encoding headers), traced; everything else
-    /// denied without reaching the upstream.
-    #[tokio::test]
-    async fn send_request_routes_by_origin_checks_and_injects() {
-        let (addr, seen) = upstream().await;
+    /// A run's broker holding the grant `api`: `GET /v1/items/*` on the
+    /// upstream at `addr`, with a static credential.
+    fn granted_broker(addr: std::net::SocketAddr) -> RunBroker {
         let json = format!(
             r#"{{"profiles": {{"api": {{"base_url": "http://{addr}", "allow": ["GET /v1/items/*"], "token": {{"type": "static", "env": "T"}}}}}}}}"#
         );
         let profiles = GrantProfiles::from_json(&json, &|k| (k == "T").then(|| TOKEN.to_owned()))
             .expect("profiles");
-        let env = Envelope::default();
         let grants = GrantSet::resolve(
             &profiles,
             &["api".to_owned()],
@@ -210,12 +205,22 @@ mod tests {
             Duration::from_secs(5),
         )
         .expect("grants");
-        let broker = RunBroker::new(
+        RunBroker::new(
             Arc::new(Broker::new()),
             grants,
-            &env,
+            &Envelope::default(),
             Instant::now() + Duration::from_secs(5),
-        );
+        )
+    }
+
+    /// `send_request` against a real upstream: routed by origin to the
+    /// grant, checked like a broker call, sent with the credential (and the
+    /// host's own framing and encoding headers), traced; everything else
+    /// denied without reaching the upstream.
+    #[tokio::test]
+    async fn send_request_routes_by_origin_checks_and_injects() {
+        let (addr, seen) = upstream().await;
+        let broker = granted_broker(addr);
         let mut gate = HttpGate {
             broker: broker.clone(),
             request_cap: 1024,
@@ -276,24 +281,7 @@ mod tests {
     #[tokio::test]
     async fn a_call_by_url_is_routed_by_origin_and_denied_elsewhere() {
         let (addr, seen) = upstream().await;
-        let json = format!(
-            r#"{{"profiles": {{"api": {{"base_url": "http://{addr}", "allow": ["GET /v1/items/*"], "token": {{"type": "static", "env": "T"}}}}}}}}"#
-        );
-        let profiles = GrantProfiles::from_json(&json, &|k| (k == "T").then(|| TOKEN.to_owned()))
-            .expect("profiles");
-        let grants = GrantSet::resolve(
-            &profiles,
-            &["api".to_owned()],
-            "tester",
-            Duration::from_secs(5),
-        )
-        .expect("grants");
-        let broker = RunBroker::new(
-            Arc::new(Broker::new()),
-            grants,
-            &Envelope::default(),
-            Instant::now() + Duration::from_secs(5),
-        );
+        let broker = granted_broker(addr);
         let get = |path: &str, headers: &[(&str, &str)]| Request {
             method: "GET".into(),
             path: path.into(),
@@ -310,14 +298,14 @@ mod tests {
             ("Content-Length", "0"),
             ("User-Agent", "python-requests/2.32"),
         ];
-        let ok = crate::state::call_by_url(
-            &broker,
-            &format!("HTTP://{addr}"),
-            get("/v1/items/7", &library_headers),
-            Some(Duration::from_secs(2)),
-        )
-        .await
-        .expect("the granted route is delivered");
+        let ok = broker
+            .call_url(
+                &format!("HTTP://{addr}"),
+                get("/v1/items/7", &library_headers),
+                Some(Duration::from_secs(2)),
+            )
+            .await
+            .expect("the granted route is delivered");
         assert_eq!((ok.status, ok.body), (200, b"/v1/items/7".to_vec()));
         for origin in [
             "http://127.0.0.1:9".to_owned(),
@@ -326,8 +314,9 @@ mod tests {
             format!("ftp://{addr}"),
             "not a url".to_owned(),
         ] {
-            let r =
-                crate::state::call_by_url(&broker, &origin, get("/v1/items/7", &[]), None).await;
+            let r = broker
+                .call_url(&origin, get("/v1/items/7", &[]), None)
+                .await;
             match r {
                 Err(CallError::Denied(why)) => assert_eq!(why, "no grant covers this origin"),
                 other => panic!("{origin}: {other:?}"),

@@ -573,9 +573,7 @@ async fn door_answer(
             let timeout = timeout_ms.map(|ms| std::time::Duration::from_millis(ms.into()));
             let answer = match (api, origin) {
                 (Some(api), None) => broker.call(&api, req).await,
-                (None, Some(origin)) => {
-                    crate::state::call_by_url(&broker, &origin, req, timeout).await
-                }
+                (None, Some(origin)) => broker.call_url(&origin, req, timeout).await,
                 _ => return Ok(HOST_FAULT),
             };
             serde_json::to_vec(&call_answer(answer))?

@@ -91,29 +91,6 @@ impl bindings::broker::Host for RunState {
         timeout_ms: Option<u32>,
     ) -> wasmtime::Result<Result<bindings::broker::Response, bindings::broker::CallError>> {
         let timeout = timeout_ms.map(|ms| std::time::Duration::from_millis(ms.into()));
-        Ok(call_by_url(&self.broker, &origin, req, timeout).await)
-    }
-}
-
-/// A call by URL from any guest: `origin` as the guest wrote it. An
-/// origin that is not `scheme://host[:port]` is handled as one no grant
-/// covers (denied, traced, nothing sent).
-pub(crate) async fn call_by_url(
-    broker: &crate::broker::RunBroker,
-    origin: &str,
-    req: bindings::broker::Request,
-    timeout: Option<std::time::Duration>,
-) -> Result<bindings::broker::Response, bindings::broker::CallError> {
-    match crate::grant::profile::Origin::parse_guest(origin) {
-        Some(o) => {
-            broker
-                .call_origin(&o.scheme, &o.authority, req, timeout)
-                .await
-        }
-        None => {
-            broker
-                .call_within(crate::broker::NO_GRANT_FOR_ORIGIN, req, timeout)
-                .await
-        }
+        Ok(self.broker.call_url(&origin, req, timeout).await)
     }
 }
