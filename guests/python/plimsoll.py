@@ -290,7 +290,9 @@ def call_url(method, url, body=None, headers=None, timeout=None):
 
     Raises:
         the errors of :func:`call`; ``Denied`` with ``"no grant covers this
-        origin"`` when no grant (or more than one) has the URL's origin;
+        origin"`` when no grant has the URL's origin (and with a reason
+        that says so when more than one has: name the grant with
+        :func:`call`);
         ``ValueError`` for a URL that is not absolute ``http``/``https``,
         has user information, or has spaces or control characters.
     """

@@ -28,6 +28,11 @@ use zeroize::Zeroizing;
 /// denied and traced like any other, with its own reason.
 pub const NO_GRANT_FOR_ORIGIN: &str = " no grant for this origin";
 
+/// Like [`NO_GRANT_FOR_ORIGIN`], for a call by URL whose origin more than
+/// one of the run's grants has: it is denied (it must name its grant)
+/// rather than sent under either.
+pub const AMBIGUOUS_ORIGIN: &str = " more than one grant for this origin";
+
 /// Headers an HTTP client library sets itself (framing, routing): on a
 /// call by URL a guest's copy is dropped rather than refused, because the
 /// standard clients add them; the host frames the request. The host asks
@@ -257,26 +262,40 @@ impl RunBroker {
     /// The name of the run's grant whose origin is `scheme://authority`,
     /// if there is exactly one (the `wasi:http` gate routes by origin).
     pub fn grant_for_origin(&self, scheme: &str, authority: &str) -> Option<String> {
+        self.route_origin(scheme, authority).ok()
+    }
+
+    /// The grant a call by URL to `scheme://authority` goes under, or the
+    /// name no grant can have that makes [`RunBroker::check`] deny it with
+    /// the reason: none of the run's grants has the origin, or more than
+    /// one has (the call must then name its grant).
+    fn route_origin(&self, scheme: &str, authority: &str) -> Result<String, &'static str> {
         let inner = self.lock();
-        if inner.remote.is_some() {
-            let mut found = inner
+        let mut names: Vec<&str> = if inner.remote.is_some() {
+            inner
                 .remote_origins
                 .iter()
-                .filter(|o| same_origin(&o.scheme, &o.authority, scheme, authority));
-            return match (found.next(), found.next()) {
-                (Some(one), None) => Some(one.name.clone()),
-                _ => None,
-            };
-        }
-        let mut found = inner.grants.names().filter(|n| {
-            inner.grants.get(n).is_some_and(|g| {
-                let o = &g.profile.origin;
-                same_origin(&o.scheme, &o.authority, scheme, authority)
-            })
-        });
-        match (found.next(), found.next()) {
-            (Some(one), None) => Some(one.to_owned()),
-            _ => None,
+                .filter(|o| same_origin(&o.scheme, &o.authority, scheme, authority))
+                .map(|o| o.name.as_str())
+                .take(2)
+                .collect()
+        } else {
+            inner
+                .grants
+                .names()
+                .filter(|n| {
+                    inner.grants.get(n).is_some_and(|g| {
+                        let o = &g.profile.origin;
+                        same_origin(&o.scheme, &o.authority, scheme, authority)
+                    })
+                })
+                .take(2)
+                .collect()
+        };
+        match (names.pop(), names.pop()) {
+            (Some(one), None) => Ok(one.to_owned()),
+            (None, _) => Err(NO_GRANT_FOR_ORIGIN),
+            (Some(_), Some(_)) => Err(AMBIGUOUS_ORIGIN),
         }
     }
 
@@ -335,8 +354,8 @@ impl RunBroker {
                 .any(|h| name.eq_ignore_ascii_case(h))
         });
         let api = self
-            .grant_for_origin(scheme, authority)
-            .unwrap_or_else(|| NO_GRANT_FOR_ORIGIN.to_owned());
+            .route_origin(scheme, authority)
+            .unwrap_or_else(|sentinel| sentinel.to_owned());
         self.call_within(&api, req, timeout).await
     }
 
@@ -433,10 +452,12 @@ impl RunBroker {
         }
         inner.calls_left -= 1;
         let Some(grant) = grant else {
-            return Err(denied(if api == NO_GRANT_FOR_ORIGIN {
-                "no grant covers this origin"
-            } else {
-                "this run has no grant of that name"
+            return Err(denied(match api {
+                NO_GRANT_FOR_ORIGIN => "no grant covers this origin",
+                AMBIGUOUS_ORIGIN => {
+                    "more than one of the run's grants covers this origin; name the grant (plimsoll.call)"
+                }
+                _ => "this run has no grant of that name",
             }));
         };
         let used = inner

@@ -193,18 +193,21 @@ mod tests {
     /// A run's broker holding the grant `api`: `GET /v1/items/*` on the
     /// upstream at `addr`, with a static credential.
     fn granted_broker(addr: std::net::SocketAddr) -> RunBroker {
+        granted_broker_with(addr, &["api"])
+    }
+
+    /// [`granted_broker`] holding the grants `names` (`api`, `api2`), both
+    /// on the same origin.
+    fn granted_broker_with(addr: std::net::SocketAddr, names: &[&str]) -> RunBroker {
         let json = format!(
-            r#"{{"profiles": {{"api": {{"base_url": "http://{addr}", "allow": ["GET /v1/items/*"], "token": {{"type": "static", "env": "T"}}}}}}}}"#
+            r#"{{"profiles": {{"api": {{"base_url": "http://{addr}", "allow": ["GET /v1/items/*"], "token": {{"type": "static", "env": "T"}}}},
+                "api2": {{"base_url": "http://{addr}", "allow": ["GET /v1/items/*"]}}}}}}"#
         );
         let profiles = GrantProfiles::from_json(&json, &|k| (k == "T").then(|| TOKEN.to_owned()))
             .expect("profiles");
-        let grants = GrantSet::resolve(
-            &profiles,
-            &["api".to_owned()],
-            "tester",
-            Duration::from_secs(5),
-        )
-        .expect("grants");
+        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        let grants =
+            GrantSet::resolve(&profiles, &names, "tester", Duration::from_secs(5)).expect("grants");
         RunBroker::new(
             Arc::new(Broker::new()),
             grants,
@@ -337,5 +340,25 @@ mod tests {
         assert_eq!(trace.total(), 6);
         assert_eq!(trace.count(CallOutcome::Delivered), 1);
         assert_eq!(trace.count(CallOutcome::Denied), 5);
+    }
+
+    /// An origin two of the run's grants have is not sent under either:
+    /// the call is denied with a reason that says to name the grant.
+    #[tokio::test]
+    async fn a_call_by_url_to_an_origin_two_grants_have_is_denied() {
+        let (addr, seen) = upstream().await;
+        let broker = granted_broker_with(addr, &["api", "api2"]);
+        let req = Request {
+            method: "GET".into(),
+            path: "/v1/items/1".into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        };
+        match broker.call_url(&format!("http://{addr}"), req, None).await {
+            Err(CallError::Denied(why)) => assert!(why.starts_with("more than one"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(seen.lock().map(|s| s.is_empty()).unwrap_or(false));
+        assert_eq!(broker.trace().count(CallOutcome::Denied), 1);
     }
 }
