@@ -558,7 +558,7 @@ fn the_scientific_guest_runs_scripts_the_repl_and_batch_jobs() {
     let out = run(c.arg(&script));
     assert_ne!(out.status.code(), Some(0));
     assert!(
-        text(&out.stderr).contains("no python guest named"),
+        text(&out.stderr).contains("no python guest has that name"),
         "{}",
         text(&out.stderr)
     );

@@ -431,3 +431,165 @@ async fn calls_by_url_cross_the_bubblewrap_boundary() {
     assert!(e["seconds"].as_f64().is_some_and(|t| t < 0.9), "{e}");
     common_checks(&u, &r, &["/v1/orders/2?x=1"]);
 }
+
+/// Every reflected form of the credential, under every coding, stays out of
+/// the standard clients (issue #34): each echo answer fails in the
+/// library's own terms, an undecodable one too, and a compressed answer
+/// without the credential arrives byte-exact (the library decodes it, not
+/// the host). In-process and behind bubblewrap.
+const REFLECTION_PYTHON: &str = r#"
+import hashlib, http.client, json, urllib.request
+import requests
+
+A = "http://ADDR"
+MODES = MODES_JSON
+out = {}
+for mode in MODES:
+    try:
+        if LIB == "requests":
+            r = requests.get(A + "/v1/echo/" + mode, timeout=5)
+            body = r.content
+        elif LIB == "urllib":
+            with urllib.request.urlopen(A + "/v1/echo/" + mode, timeout=5) as r:
+                body = r.read()
+        else:
+            c = http.client.HTTPConnection("HOST", PORT, timeout=5)
+            c.request("GET", "/v1/echo/" + mode)
+            body = c.getresponse().read()
+        out[mode] = {"ok": True, "sha": hashlib.sha256(body).hexdigest()}
+    except BaseException as e:
+        out[mode] = {"ok": False, "type": type(e).__name__}
+print(json.dumps(out))
+"#;
+
+const REFLECTION_JAVASCRIPT: &str = r#"
+const A = "http://ADDR";
+const out = {};
+for (const mode of MODES_JSON) {
+    try {
+        const r = await fetch(A + "/v1/echo/" + mode);
+        const b = new Uint8Array(await r.arrayBuffer());
+        out[mode] = { ok: true, len: b.length, head: Array.from(b.slice(0, 2)) };
+    } catch (e) {
+        out[mode] = { ok: false, type: e.name };
+    }
+}
+console.log(JSON.stringify(out));
+"#;
+
+fn echo_modes() -> Vec<&'static str> {
+    ECHO_MODES
+        .iter()
+        .chain(UNDECODABLE_MODES)
+        .chain(CLEAN_MODES)
+        .copied()
+        .collect()
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(b))
+}
+
+/// Runs every echo mode through each standard client of the guest in `s`
+/// and checks what each got.
+async fn reflection_checks(s: &Sandbox, u: &Upstreams, tier: plimsoll::Tier) {
+    let modes = serde_json::to_string(&echo_modes()).expect("json");
+    for lib in ["requests", "urllib", "http_client"] {
+        let code = fill(REFLECTION_PYTHON, u)
+            .replace("MODES_JSON", &modes)
+            .replace("LIB", &format!("{lib:?}"));
+        let r = s.run(&request(Language::Python, code, false)).await;
+        assert_eq!(r.status, Status::Ok, "{lib}: {r:?}");
+        assert_eq!(r.isolation.tier, tier);
+        let report: Value = serde_json::from_str(r.stdout.trim()).expect("report");
+        for mode in echo_modes() {
+            let e = &report[mode];
+            if CLEAN_MODES.contains(&mode) {
+                assert_eq!(e["ok"], true, "{lib} {mode}: {e}");
+                let body = clean_body(mode);
+                // requests decodes a gzip content coding itself.
+                let want = if lib == "requests" && mode == "clean-gzip" {
+                    plimsoll::grant::reflection::codings::Coding::Gzip
+                        .decode(&body, 1 << 20)
+                        .expect("gunzip")
+                } else {
+                    body
+                };
+                assert_eq!(e["sha"], sha256_hex(&want), "{lib} {mode}: not byte-exact");
+            } else {
+                assert_eq!(e["ok"], false, "{lib} {mode} reached the guest: {e}");
+            }
+        }
+        let json = serde_json::to_string(&r).expect("json");
+        assert!(!json.contains(STATIC_TOKEN), "{lib}");
+        assert_eq!(
+            r.calls.count(CallOutcome::CredentialReflected) as usize,
+            ECHO_MODES.len(),
+            "{lib}: {:?}",
+            r.calls
+        );
+        assert_eq!(
+            r.calls.count(CallOutcome::Undecodable) as usize,
+            UNDECODABLE_MODES.len(),
+            "{lib}"
+        );
+    }
+    let code = fill(REFLECTION_JAVASCRIPT, u).replace("MODES_JSON", &modes);
+    let r = s.run(&request(Language::Javascript, code, false)).await;
+    assert_eq!(r.status, Status::Ok, "fetch: {r:?}");
+    let report: Value = serde_json::from_str(r.stdout.trim()).expect("report");
+    for mode in echo_modes() {
+        let e = &report[mode];
+        if CLEAN_MODES.contains(&mode) {
+            assert_eq!(e["ok"], true, "fetch {mode}: {e}");
+        } else {
+            assert_eq!(e["ok"], false, "fetch {mode} reached the guest: {e}");
+            assert_eq!(e["type"], "TypeError", "fetch {mode}: {e}");
+        }
+    }
+    // A .tar.gz arrives as sent, gzip.
+    assert_eq!(
+        report["clean-targz"]["head"],
+        serde_json::json!([0x1f, 0x8b])
+    );
+    assert!(
+        !serde_json::to_string(&r)
+            .expect("json")
+            .contains(STATIC_TOKEN)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reflected_credential_never_reaches_a_standard_client() {
+    let u = upstreams().await;
+    let (_dir, s) = sandbox(&u, false);
+    reflection_checks(&s, &u, plimsoll::Tier::Process).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reflected_credential_never_crosses_the_bubblewrap_boundary() {
+    let have = std::process::Command::new("bwrap")
+        .args(["--unshare-all", "--ro-bind", "/", "/", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have {
+        eprintln!("SKIP: bubblewrap cannot run here; .ci/run installs it");
+        return;
+    }
+    let u = upstreams().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let addr = u.addr;
+    let s = sandbox_in(dir.path(), |c| {
+        c.grants = profiles(addr);
+        c.provider = plimsoll::ProviderKind::WasmBwrap;
+        c.workers = plimsoll::provider::WorkerConfig {
+            worker_bin: Some(env!("CARGO_BIN_EXE_plimsoll-worker").into()),
+            warm: 0,
+            max: 2,
+            image_dir: Some(guests_dir().join("../test-worker-images")),
+            ..Default::default()
+        };
+    });
+    reflection_checks(&s, &u, plimsoll::Tier::Container).await;
+}

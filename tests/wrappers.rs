@@ -1271,23 +1271,6 @@ fn microvm_settings() -> Option<MicrovmSettings> {
         );
         return None;
     }
-    let worker = std::path::Path::new(env!("CARGO_BIN_EXE_plimsoll-worker"));
-    let static_worker = worker
-        .parent()
-        .and_then(|p| Some((p.file_name()?.to_owned(), p.parent()?.to_owned())))
-        .map(|(profile, target)| {
-            target
-                .join("x86_64-unknown-linux-musl")
-                .join(profile)
-                .join("plimsoll-worker")
-        });
-    if s.worker.is_none() && !static_worker.as_ref().is_some_and(|p| p.is_file()) {
-        eprintln!(
-            "SKIP: no static (musl) plimsoll-worker beside {} (make microvm builds it); .ci/run builds it",
-            worker.display()
-        );
-        return None;
-    }
     Some(s)
 }
 

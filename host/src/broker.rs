@@ -12,6 +12,7 @@ use crate::grant::headers::{
     MAX_RESPONSE_HEADERS, check_request_headers_for, response_header_passes,
 };
 use crate::grant::profile::same_origin;
+use crate::grant::reflection::Withheld;
 use crate::grant::route::{Method, canonical_target_with};
 use crate::grant::{Grant, GrantSet};
 use crate::trace::{CallOutcome, CallRecord, CallTrace};
@@ -57,43 +58,10 @@ pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 /// records it as [`CallOutcome::CredentialReflected`].
 pub const REFLECTED_PREFIX: &str = "credential_reflected: ";
 
-/// Why a response may not reach the guest because of the call's
-/// credential, if it may not: the credential is in a header value the guest
-/// would get or in the body, or the body is in an encoding the host does
-/// not decode (so it cannot be checked: fail closed).
-fn reflection(
-    grant: &Grant,
-    raw: &http::HeaderMap,
-    passed: &[(String, String)],
-    body: &[u8],
-) -> Option<&'static str> {
-    // A grant without a credential has nothing to protect.
-    grant.credential.as_ref()?;
-    let guard = grant.reflection();
-    let encoded = raw
-        .get_all(http::header::CONTENT_ENCODING)
-        .iter()
-        .any(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
-    if encoded {
-        return Some(
-            "the upstream's answer is content-encoded, so it cannot be checked for the credential; it was withheld",
-        );
-    }
-    if passed
-        .iter()
-        .any(|(n, v)| guard.found_in(n.as_bytes()) || guard.found_in(v.as_bytes()))
-    {
-        return Some(
-            "a header of the upstream's answer contained the call's credential; the answer was withheld",
-        );
-    }
-    if guard.found_in(body) {
-        return Some(
-            "the upstream's answer contained the call's credential; the answer was withheld",
-        );
-    }
-    None
-}
+/// How an answer withheld because it could not be checked (a coding the
+/// host cannot decode) starts its `upstream(...)` error; the CallTrace
+/// records it as [`CallOutcome::Undecodable`].
+pub const UNDECODABLE_PREFIX: &str = "undecodable: ";
 
 /// The most breakers kept at once; past it, expired ones are dropped and,
 /// if none has expired, the one closing soonest.
@@ -423,6 +391,9 @@ impl RunBroker {
             Err(CallError::ResponseTooLarge) => CallOutcome::ResponseTooLarge,
             Err(CallError::Timeout) => CallOutcome::Timeout,
             Err(CallError::Upstream(why)) if why.starts_with("shed") => CallOutcome::Shed,
+            Err(CallError::Upstream(why)) if why.starts_with(UNDECODABLE_PREFIX) => {
+                CallOutcome::Undecodable
+            }
             Err(CallError::Upstream(why)) if why.starts_with(REFLECTED_PREFIX) => {
                 CallOutcome::CredentialReflected
             }
@@ -558,13 +529,27 @@ impl RunBroker {
                     })
                     .take(MAX_RESPONSE_HEADERS)
                     .collect();
-                if let Some(why) = reflection(&c.grant, &resp.headers, &headers, &resp.body) {
-                    return Err(CallError::Upstream(format!("{REFLECTED_PREFIX}{why}")));
-                }
+                let cap = usize::try_from(c.response_cap).unwrap_or(usize::MAX);
+                let body = crate::grant::reflection::inspect(
+                    c.grant.reflection(),
+                    &resp.headers,
+                    resp.trailers.as_ref(),
+                    resp.body.to_vec(),
+                    cap,
+                )
+                .map_err(|w| match w {
+                    Withheld::Reflected(why) => {
+                        CallError::Upstream(format!("{REFLECTED_PREFIX}{why}"))
+                    }
+                    Withheld::Undecodable(why) => {
+                        CallError::Upstream(format!("{UNDECODABLE_PREFIX}{why}"))
+                    }
+                    Withheld::TooLarge => CallError::ResponseTooLarge,
+                })?;
                 Ok(Response {
                     status: resp.status,
                     headers,
-                    body: resp.body.to_vec(),
+                    body,
                 })
             }
             Err(UpstreamError::Timeout) => Err(CallError::Timeout),

@@ -267,6 +267,7 @@ fn run_state(
         },
         deadline,
         workspace,
+        fs_owner: crate::memtree::new_owner(),
         stop: None,
         p1: None,
     }

@@ -29,6 +29,9 @@ pub const LEVELS: &[(&str, u8)] = &[
     ("grant/headers", 2),
     ("grant/profile", 2),
     ("grant/reflection", 2),
+    ("grant/reflection/codings", 2),
+    ("grant/reflection/forms", 2),
+    ("grant/reflection/inspect", 2),
     ("grant/route", 2),
     ("broker", 2),
     ("http_gate", 2),
@@ -68,6 +71,7 @@ pub const LEVELS: &[(&str, u8)] = &[
     ("sandbox", 5),
     // L6 wire adapters.
     ("config", 6),
+    ("logging", 6),
     ("batch", 6),
     ("mcp", 6),
     ("mcp/backend", 6),

@@ -38,6 +38,7 @@ mod http_gate;
 mod layers;
 pub mod limiter;
 pub mod live_session;
+pub mod logging;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod memfs;

@@ -325,6 +325,13 @@ impl LocalSession {
             // its state cannot be trusted.
             step.interpreter_ended = true;
             if let Some(dead) = cell.take() {
+                // Every descriptor it held is given back now, not when the
+                // reaper gets to it: the next cell's interpreter must find
+                // the session's handle and byte budgets as its live
+                // instances leave them.
+                self.workspace
+                    .tree()
+                    .release_owner(dead.prepared.store.data().fs_owner);
                 crate::reaper::reap_instance(dead);
             }
             if !self.keep_on_failure {

@@ -15,7 +15,7 @@
 //! the run. Symlinks and hard links are refused (`not-permitted`); setting
 //! timestamps is accepted and ignored; `advise` and the syncs do nothing.
 
-use crate::memtree::{Handle, NodeId, OpenFlags, ROOT, TreeError};
+use crate::memtree::{Handle, NodeId, OpenFlags, Owner, ROOT, TreeError};
 use crate::state::RunState;
 use crate::workspace::Workspace;
 use std::sync::Arc;
@@ -57,8 +57,12 @@ const MAX_READ: usize = 1 << 20;
 /// The guest's path for the workspace.
 pub const WORK: &str = "/work";
 
-/// An open file or directory of the workspace.
+/// An open file or directory of the workspace. It holds its node as a
+/// handle of the instance that opened it, and lets go when it is dropped:
+/// by the guest, or with the instance's resource table.
 pub struct Descriptor {
+    ws: Arc<Workspace>,
+    owner: Owner,
     handle: Handle,
     node: NodeId,
     dir: bool,
@@ -66,11 +70,18 @@ pub struct Descriptor {
     write: bool,
 }
 
+impl Drop for Descriptor {
+    fn drop(&mut self) {
+        let _ = self.ws.tree().close(self.owner, self.handle);
+    }
+}
+
 /// A directory listing, read one entry at a time: it holds the directory
 /// as a handle does (so it counts against `open_files`) and remembers only
 /// the last name it returned, never a copy of the listing.
 pub struct DirEntries {
     ws: Arc<Workspace>,
+    owner: Owner,
     handle: Handle,
     node: NodeId,
     last: Option<String>,
@@ -79,7 +90,7 @@ pub struct DirEntries {
 
 impl Drop for DirEntries {
     fn drop(&mut self) {
-        let _ = self.ws.tree().close(self.handle);
+        let _ = self.ws.tree().close(self.owner, self.handle);
     }
 }
 
@@ -146,17 +157,10 @@ impl RunState {
         })
     }
 
+    /// Puts `d` in the resource table (a full table drops it, which lets
+    /// go of its handle).
     fn push_descriptor(&mut self, d: Descriptor) -> wasmtime::Result<Resource<Descriptor>> {
-        let handle = d.handle;
-        match self.table.push(d) {
-            Ok(r) => Ok(r),
-            Err(e) => {
-                if let Ok(ws) = self.ws() {
-                    let _ = ws.tree().close(handle);
-                }
-                Err(e.into())
-            }
-        }
+        Ok(self.table.push(d)?)
     }
 
     fn stat_of(&self, node: NodeId) -> Result<DescriptorStat, ErrorCode> {
@@ -182,10 +186,13 @@ impl preopens::Host for RunState {
         let Some(ws) = self.workspace.clone() else {
             return Ok(Vec::new());
         };
-        let Ok(handle) = ws.tree().hold(ROOT) else {
+        let owner = self.fs_owner;
+        let Ok(handle) = ws.tree().hold(owner, ROOT) else {
             return Ok(Vec::new());
         };
         let r = self.push_descriptor(Descriptor {
+            ws,
+            owner,
             handle,
             node: ROOT,
             dir: true,
@@ -223,12 +230,14 @@ impl types::HostDescriptor for RunState {
             Ok(ws) => ws.clone(),
             Err(e) => return Ok(Err(e)),
         };
-        let handle = match ws.tree().hold(node) {
+        let owner = self.fs_owner;
+        let handle = match ws.tree().hold(owner, node) {
             Ok(h) => h,
             Err(e) => return Ok(Err(code(e))),
         };
         let s: DynInputStream = Box::new(Stream {
             ws,
+            owner,
             handle,
             node,
             offset: Some(offset),
@@ -363,12 +372,14 @@ impl types::HostDescriptor for RunState {
             Ok(ws) => ws.clone(),
             Err(e) => return Ok(Err(e)),
         };
-        let handle = match ws.tree().hold(node) {
+        let owner = self.fs_owner;
+        let handle = match ws.tree().hold(owner, node) {
             Ok(h) => h,
             Err(e) => return Ok(Err(code(e))),
         };
         Ok(Ok(self.table.push(DirEntries {
             ws,
+            owner,
             handle,
             node,
             last: None,
@@ -465,10 +476,12 @@ impl types::HostDescriptor for RunState {
             Ok(ws) => ws.clone(),
             Err(e) => return Ok(Err(e)),
         };
+        let owner = self.fs_owner;
         let opened = {
             let mut t = ws.tree();
             t.set_now(now_ns());
             t.open(
+                owner,
                 dir,
                 &path,
                 OpenFlags {
@@ -482,7 +495,7 @@ impl types::HostDescriptor for RunState {
                 let node = t.node_of(h)?;
                 let is_dir = t.stat(node)?.is_dir;
                 if is_dir && flags.contains(DescriptorFlags::WRITE) {
-                    let _ = t.close(h);
+                    let _ = t.close(owner, h);
                     return Err(TreeError::IsDirectory);
                 }
                 Ok((h, node, is_dir))
@@ -493,6 +506,8 @@ impl types::HostDescriptor for RunState {
             Err(e) => return Ok(Err(code(e))),
         };
         Ok(Ok(self.push_descriptor(Descriptor {
+            ws,
+            owner,
             handle,
             node,
             dir: is_dir,
@@ -554,10 +569,8 @@ impl types::HostDescriptor for RunState {
     }
 
     fn drop(&mut self, fd: Resource<Descriptor>) -> wasmtime::Result<()> {
-        let d = self.table.delete(fd)?;
-        if let Ok(ws) = self.ws() {
-            let _ = ws.tree().close(d.handle);
-        }
+        // Dropping the descriptor lets go of its handle.
+        drop(self.table.delete(fd)?);
         Ok(())
     }
 }
@@ -580,12 +593,14 @@ impl RunState {
             Ok(ws) => ws.clone(),
             Err(e) => return Ok(Err(e)),
         };
-        let handle = match ws.tree().hold(node) {
+        let owner = self.fs_owner;
+        let handle = match ws.tree().hold(owner, node) {
             Ok(h) => h,
             Err(e) => return Ok(Err(code(e))),
         };
         let s: DynOutputStream = Box::new(Stream {
             ws,
+            owner,
             handle,
             node,
             offset,
@@ -664,6 +679,7 @@ impl types::HostDirectoryEntryStream for RunState {
 /// (`offset: None`). It holds the file as a handle does.
 struct Stream {
     ws: Arc<Workspace>,
+    owner: Owner,
     handle: Handle,
     node: NodeId,
     offset: Option<u64>,
@@ -671,7 +687,7 @@ struct Stream {
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        let _ = self.ws.tree().close(self.handle);
+        let _ = self.ws.tree().close(self.owner, self.handle);
     }
 }
 

@@ -14,6 +14,13 @@
 //! - **Bounded handles.** At most `max_handles` nodes may be held open at
 //!   once ([`TreeError::TooManyHandles`]); a handle is a number, never a
 //!   host resource.
+//! - **Handles die with their owner.** Every handle belongs to an
+//!   [`Owner`] (one per guest instance; [`HOST`] for the host's own work):
+//!   only its owner can close it, and [`Tree::release_owner`] closes all of
+//!   an owner's handles at once, so an instance that is discarded (a trap,
+//!   a timeout, a session's end) gives back every descriptor, listing and
+//!   open-file charge it held, unlinked-but-open files included, at the
+//!   moment it is discarded.
 //! - **Inside the tree only.** Paths are relative, `/`-separated plain
 //!   names; `.` is skipped, and `..` may not climb above the directory it is
 //!   resolved from's root. There are no links of any kind, so resolution
@@ -76,6 +83,16 @@ pub enum TreeError {
 pub type NodeId = usize;
 /// An open handle.
 pub type Handle = u32;
+/// Who holds a handle: one guest instance, or the host.
+pub type Owner = u64;
+/// The host's own handles (placing a request's files, reading artifacts).
+pub const HOST: Owner = 0;
+
+/// A new owner, never [`HOST`] and never given out twice in this process.
+pub fn new_owner() -> Owner {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 
 /// The root directory's node.
 pub const ROOT: NodeId = 0;
@@ -139,7 +156,7 @@ pub struct Budget {
 pub struct Tree {
     nodes: Vec<Option<Node>>,
     free: Vec<NodeId>,
-    handles: BTreeMap<Handle, NodeId>,
+    handles: BTreeMap<Handle, (NodeId, Owner)>,
     next_handle: Handle,
     budget: Budget,
     bytes: u64,
@@ -402,6 +419,7 @@ impl Tree {
     /// it with a new handle.
     pub fn open(
         &mut self,
+        owner: Owner,
         from: NodeId,
         path: &str,
         flags: OpenFlags,
@@ -436,12 +454,12 @@ impl Tree {
         if flags.truncate {
             self.set_size_of(id, 0)?;
         }
-        self.hold(id)
+        self.hold(owner, id)
     }
 
     /// A new handle on the node `id` (a stream over a file keeps it alive
     /// as a handle does), within the handle cap.
-    pub fn hold(&mut self, id: NodeId) -> Result<Handle, TreeError> {
+    pub fn hold(&mut self, owner: Owner, id: NodeId) -> Result<Handle, TreeError> {
         if self.handles.len() >= self.budget.handles as usize {
             return Err(TreeError::TooManyHandles);
         }
@@ -455,28 +473,56 @@ impl Tree {
         }
         self.next_handle = h.wrapping_add(1);
         self.node_mut(id)?.open += 1;
-        self.handles.insert(h, id);
+        self.handles.insert(h, (id, owner));
         Ok(h)
     }
 
     /// A new handle on the root (a preopen).
-    pub fn open_root(&mut self) -> Result<Handle, TreeError> {
-        self.open(ROOT, ".", OpenFlags::default())
+    pub fn open_root(&mut self, owner: Owner) -> Result<Handle, TreeError> {
+        self.open(owner, ROOT, ".", OpenFlags::default())
     }
 
     /// The node a handle holds.
     pub fn node_of(&self, h: Handle) -> Result<NodeId, TreeError> {
-        self.handles.get(&h).copied().ok_or(TreeError::BadHandle)
+        self.handles
+            .get(&h)
+            .map(|(id, _)| *id)
+            .ok_or(TreeError::BadHandle)
     }
 
-    /// Lets go of a handle; a node with no name and no handle left is
-    /// freed and its charges refunded.
-    pub fn close(&mut self, h: Handle) -> Result<(), TreeError> {
-        let id = self.handles.remove(&h).ok_or(TreeError::BadHandle)?;
+    /// Lets go of `owner`'s handle `h`; a node with no name and no handle
+    /// left is freed and its charges refunded. Another owner's handle (or
+    /// one already released) is [`TreeError::BadHandle`] and stays open.
+    pub fn close(&mut self, owner: Owner, h: Handle) -> Result<(), TreeError> {
+        match self.handles.get(&h) {
+            Some((_, o)) if *o == owner => {}
+            _ => return Err(TreeError::BadHandle),
+        }
+        let (id, _) = self.handles.remove(&h).ok_or(TreeError::BadHandle)?;
         let n = self.node_mut(id)?;
         n.open = n.open.saturating_sub(1);
         self.maybe_free(id);
         Ok(())
+    }
+
+    /// Closes every handle `owner` holds (an instance that was discarded);
+    /// returns how many.
+    pub fn release_owner(&mut self, owner: Owner) -> usize {
+        let held: Vec<Handle> = self
+            .handles
+            .iter()
+            .filter(|(_, (_, o))| *o == owner)
+            .map(|(h, _)| *h)
+            .collect();
+        for &h in &held {
+            let _ = self.close(owner, h);
+        }
+        held.len()
+    }
+
+    /// Handles `owner` holds.
+    pub fn handles_of(&self, owner: Owner) -> usize {
+        self.handles.values().filter(|(_, o)| *o == owner).count()
     }
 
     fn maybe_free(&mut self, id: NodeId) {
@@ -824,7 +870,7 @@ mod tests {
             directory: true,
             ..OpenFlags::default()
         };
-        let h = t.open(ROOT, "d", dir).expect("the test's own tree");
+        let h = t.open(HOST, ROOT, "d", dir).expect("the test's own tree");
         let d = t.node_of(h).expect("the test's own tree");
         t.rmdir(ROOT, "d").expect("the test's own tree");
         assert_eq!(t.mkdir(d, "e"), Err(TreeError::NotFound));
@@ -832,13 +878,13 @@ mod tests {
             create: true,
             ..OpenFlags::default()
         };
-        assert_eq!(t.open(d, "f", create), Err(TreeError::NotFound));
-        t.open(ROOT, "x", create)
-            .map(|h| t.close(h))
+        assert_eq!(t.open(HOST, d, "f", create), Err(TreeError::NotFound));
+        t.open(HOST, ROOT, "x", create)
+            .map(|h| t.close(HOST, h))
             .expect("the test's own tree")
             .expect("the test's own tree");
         assert_eq!(t.rename(ROOT, "x", d, "x"), Err(TreeError::NotFound));
-        t.close(h).expect("the test's own tree");
+        t.close(HOST, h).expect("the test's own tree");
         // Everything is refunded and the tree still works.
         t.mkdir(ROOT, "d2").expect("the test's own tree");
         t.mkdir(ROOT, "d2/e").expect("the test's own tree");
@@ -861,6 +907,7 @@ mod tests {
         });
         let h = t
             .open(
+                HOST,
                 ROOT,
                 "a",
                 OpenFlags {
@@ -883,7 +930,7 @@ mod tests {
             "the cap holds"
         );
         assert_eq!(t.write(id, 50, &[1; 50]), Ok(50));
-        t.close(h).expect("close");
+        t.close(HOST, h).expect("close");
         assert_eq!((t.bytes(), t.entries()), (0, 0));
     }
 
@@ -892,6 +939,7 @@ mod tests {
         let mut t = Tree::new(BIG);
         let h = t
             .open(
+                HOST,
                 ROOT,
                 "s",
                 OpenFlags {
@@ -912,14 +960,14 @@ mod tests {
     fn handles_are_capped_and_paths_stay_inside() {
         let mut t = Tree::new(Budget { handles: 2, ..BIG });
         t.mkdir(ROOT, "d").expect("mkdir");
-        let a = t.open(ROOT, "d", OpenFlags::default()).expect("one");
-        let _b = t.open(ROOT, ".", OpenFlags::default()).expect("two");
+        let a = t.open(HOST, ROOT, "d", OpenFlags::default()).expect("one");
+        let _b = t.open(HOST, ROOT, ".", OpenFlags::default()).expect("two");
         assert_eq!(
-            t.open(ROOT, "d", OpenFlags::default()),
+            t.open(HOST, ROOT, "d", OpenFlags::default()),
             Err(TreeError::TooManyHandles)
         );
-        t.close(a).expect("close");
-        assert!(t.open(ROOT, "d", OpenFlags::default()).is_ok());
+        t.close(HOST, a).expect("close");
+        assert!(t.open(HOST, ROOT, "d", OpenFlags::default()).is_ok());
         for bad in ["/etc/passwd", "..", "d/../..", "a\0b", "a\\b"] {
             assert!(t.resolve(ROOT, bad).is_err(), "{bad}");
         }
@@ -940,6 +988,7 @@ mod tests {
         let f = |t: &mut Tree, p: &str, d: &[u8]| {
             let h = t
                 .open(
+                    HOST,
                     ROOT,
                     p,
                     OpenFlags {
@@ -951,7 +1000,7 @@ mod tests {
                 .expect("file");
             let id = t.node_of(h).expect("node");
             t.write(id, 0, d).expect("write");
-            t.close(h).expect("close");
+            t.close(HOST, h).expect("close");
         };
         f(&mut t, "x", b"12345");
         f(&mut t, "y", b"1");
@@ -967,16 +1016,44 @@ mod tests {
     }
 
     #[test]
+    fn handles_die_with_their_owner_and_only_their_owner_closes_them() {
+        let mut t = Tree::new(Budget { handles: 8, ..BIG });
+        let dead = new_owner();
+        let live = new_owner();
+        let create = OpenFlags {
+            create: true,
+            ..OpenFlags::default()
+        };
+        let f = t.open(dead, ROOT, "big", create).expect("open");
+        t.write(t.node_of(f).expect("node"), 0, &[1u8; 100])
+            .expect("write");
+        t.unlink(ROOT, "big").expect("unlink while open");
+        for _ in 0..5 {
+            t.open_root(dead).expect("hold");
+        }
+        let mine = t.open_root(live).expect("live");
+        assert_eq!(t.bytes(), 100, "the unlinked file is still charged");
+        // Another owner cannot close the dead one's handle.
+        assert_eq!(t.close(live, f), Err(TreeError::BadHandle));
+        assert_eq!(t.release_owner(dead), 6);
+        assert_eq!(t.bytes(), 0, "its charge went with it");
+        assert_eq!(t.open_handles(), 1);
+        assert_eq!(t.handles_of(live), 1);
+        assert_eq!(t.close(dead, f), Err(TreeError::BadHandle));
+        t.close(live, mine).expect("close");
+    }
+
+    #[test]
     fn handle_numbers_wrap_and_never_collide() {
         let mut t = Tree::new(Budget { handles: 3, ..BIG });
         t.next_handle = u32::MAX - 1;
-        let a = t.open_root().expect("a");
-        let b = t.open_root().expect("b");
-        let c = t.open_root().expect("c, after the wrap");
+        let a = t.open_root(HOST).expect("a");
+        let b = t.open_root(HOST).expect("b");
+        let c = t.open_root(HOST).expect("c, after the wrap");
         assert_eq!((a, b, c), (u32::MAX - 1, u32::MAX, 1));
-        t.close(b).expect("close");
+        t.close(HOST, b).expect("close");
         t.next_handle = 1;
-        let d = t.open_root().expect("d skips 1, which is held");
+        let d = t.open_root(HOST).expect("d skips 1, which is held");
         assert_eq!(d, 2);
     }
 
@@ -1072,10 +1149,10 @@ mod tests {
                     Op::Write(p, off, data) => {
                         let path = PATHS[p];
                         let flags = OpenFlags { create: true, ..OpenFlags::default() };
-                        let r = t.open(ROOT, path, flags).and_then(|h| {
+                        let r = t.open(HOST, ROOT, path, flags).and_then(|h| {
                             let id = t.node_of(h)?;
                             let w = t.write(id, off.into(), &data);
-                            t.close(h)?;
+                            t.close(HOST, h)?;
                             w
                         });
                         let exists = m.files.contains_key(path);

@@ -117,6 +117,32 @@ pub fn reap_instance<T: Send + 'static>(value: T) {
     INSTANCES.reap(value);
 }
 
+/// Hands the heap's free pages back to the system (glibc's `malloc_trim`):
+/// after a burst of sessions closes, a process that freed their memory
+/// would otherwise keep it mapped. Cheap when there is nothing to return;
+/// call it when the process goes idle, not per run.
+pub fn return_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks glibc's own arenas under their locks.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Keeps large buffers (a workspace file, a session's output) in mappings
+/// of their own, which go back to the system the moment they are freed,
+/// instead of letting glibc raise its mmap threshold after the first ones
+/// and serve later ones from heaps it never shrinks. Call once at start.
+pub fn map_large_buffers() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes glibc's allocation thresholds.
+    unsafe {
+        // 128 KiB, glibc's own default; setting it turns its dynamic
+        // adjustment off.
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+}
+
 /// Instances queued by [`reap_instance`] and not yet dropped.
 pub fn pending_instances() -> usize {
     INSTANCES.pending.load(Ordering::Acquire)

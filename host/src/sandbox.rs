@@ -299,13 +299,13 @@ impl Sandbox {
             (Language::Python, None) => self.python_default_scientific,
             (Language::Python, Some(crate::scientific::GUEST_NAME)) => true,
             (_, None | Some("standard")) => false,
-            (_, Some(other)) => {
+            (_, Some(_)) => {
+                // The name is the caller's: not quoted back.
                 return Err(err(
                     "guest_unavailable",
                     format!(
-                        "no {} guest named {:?}: `guest` is \"standard\"{}",
+                        "no {} guest has that name: `guest` is \"standard\"{}",
                         language.as_str(),
-                        other.chars().take(64).collect::<String>(),
                         if language == Language::Python {
                             " or \"scientific\""
                         } else {

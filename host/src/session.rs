@@ -142,6 +142,42 @@ pub(crate) struct SessionTable {
     limits: SessionLimits,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     tombstones: Mutex<HashMap<String, Tombstone>>,
+    /// Opens in progress, per caller: each holds its place under both caps
+    /// from the moment it was checked until its session is in `slots` (or
+    /// it failed), so that a burst of concurrent opens never passes a cap.
+    /// Locked only while `slots` is held.
+    opening: Mutex<HashMap<String, usize>>,
+}
+
+/// A place under the caps, held by an open in progress; given back when
+/// dropped, or turned into the session by [`Reservation::commit`].
+struct Reservation<'a> {
+    table: &'a SessionTable,
+    caller: String,
+}
+
+impl Reservation<'_> {
+    /// Puts the session in the table and gives the place back, at once.
+    fn commit(self, id: String, slot: Arc<Slot>) {
+        let mut map = self.table.lock();
+        map.insert(id, slot);
+        // `self` is dropped here, with `slots` still locked: no open can
+        // see the session counted twice or not at all.
+        drop(self);
+        drop(map);
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut opening = self.table.opening.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = opening.get_mut(&self.caller) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                opening.remove(&self.caller);
+            }
+        }
+    }
 }
 
 fn unknown(run_id: String, iso: Isolation) -> RunResult {
@@ -166,7 +202,35 @@ impl SessionTable {
             limits,
             slots: Mutex::new(HashMap::new()),
             tombstones: Mutex::new(HashMap::new()),
+            opening: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Checks both caps counting the opens in progress, and holds a place
+    /// for one more of `caller`'s, atomically (under `slots`' lock).
+    fn reserve(&self, caller: &str) -> Result<Reservation<'_>, ErrorInfo> {
+        let map = self.lock();
+        let mut opening = self.opening.lock().unwrap_or_else(|p| p.into_inner());
+        let mine = map.values().filter(|s| s.owner == caller).count()
+            + opening.get(caller).copied().unwrap_or(0);
+        if mine >= self.limits.per_caller {
+            return Err(err(
+                "session_limit",
+                format!(
+                    "this caller already has {} open sessions",
+                    self.limits.per_caller
+                ),
+            ));
+        }
+        let all = map.len() + opening.values().sum::<usize>();
+        if all >= self.limits.total {
+            return Err(err("busy", "the host has no room for another session"));
+        }
+        *opening.entry(caller.to_owned()).or_insert(0) += 1;
+        Ok(Reservation {
+            table: self,
+            caller: caller.to_owned(),
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Slot>>> {
@@ -326,18 +390,9 @@ impl SessionTable {
                 "every session of this owner is evaluating; try again when one is free",
             ));
         }
-        if self.count_for(caller) >= self.limits.per_caller {
-            return Err(err(
-                "session_limit",
-                format!(
-                    "this caller already has {} open sessions",
-                    self.limits.per_caller
-                ),
-            ));
-        }
-        if self.len() >= self.limits.total {
-            return Err(err("busy", "the host has no room for another session"));
-        }
+        // The place is held before the open is awaited: concurrent opens
+        // count each other.
+        let reservation = self.reserve(caller)?;
         let live = provider.open_session(caller, opts, env).await?;
         let id = crate::run::new_run_id();
         let now = Instant::now();
@@ -357,7 +412,7 @@ impl SessionTable {
             last_used: Mutex::new(now),
             state: tokio::sync::Mutex::new(Some(live)),
         });
-        self.lock().insert(id.clone(), slot);
+        reservation.commit(id.clone(), slot);
         Ok(SessionInfo {
             session_id: id,
             guest: opts.guests[0].identity().to_owned(),

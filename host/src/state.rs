@@ -37,6 +37,10 @@ pub struct RunState {
     /// The run's `/work` (`memfs` serves it); `None` for a pre-instantiated
     /// instance's placeholder, which has no workspace.
     pub(crate) workspace: Option<Arc<Workspace>>,
+    /// Whose the workspace handles this instance opens are
+    /// ([`crate::memtree::Owner`]): released together when the instance is
+    /// discarded, whatever it left open.
+    pub(crate) fs_owner: crate::memtree::Owner,
     pub(crate) stop: Option<StopReason>,
     /// A core-module guest's preview-1 descriptors and stdio
     /// ([`crate::wasip1`]); `None` for components.

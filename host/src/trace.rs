@@ -33,13 +33,17 @@ pub enum CallOutcome {
     Shed,
     /// The upstream's answer carried the credential the host put into
     /// the call (or could not be checked for it), so it was withheld
-    /// from the guest (grant/reflection.rs).
+    /// from the guest (grant/reflection).
     CredentialReflected,
+    /// The upstream's answer was in a coding the host cannot decode (or
+    /// not valid in the coding it named), so it could not be checked for
+    /// the credential and was withheld (grant/reflection/inspect.rs).
+    Undecodable,
 }
 
 impl CallOutcome {
     /// Every outcome, for metrics and summaries.
-    pub const ALL: [CallOutcome; 9] = [
+    pub const ALL: [CallOutcome; 10] = [
         CallOutcome::Delivered,
         CallOutcome::Denied,
         CallOutcome::BudgetExhausted,
@@ -49,6 +53,7 @@ impl CallOutcome {
         CallOutcome::UpstreamError,
         CallOutcome::Shed,
         CallOutcome::CredentialReflected,
+        CallOutcome::Undecodable,
     ];
 
     /// The stable snake_case name.
@@ -63,6 +68,7 @@ impl CallOutcome {
             CallOutcome::UpstreamError => "upstream_error",
             CallOutcome::Shed => "shed",
             CallOutcome::CredentialReflected => "credential_reflected",
+            CallOutcome::Undecodable => "undecodable",
         }
     }
 }

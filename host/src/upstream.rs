@@ -32,6 +32,9 @@ pub struct UpstreamResponse {
     pub status: u16,
     pub headers: http::HeaderMap,
     pub body: Bytes,
+    /// Trailers, when the answer had any (never given to the guest; they
+    /// are searched for the credential like headers).
+    pub trailers: Option<http::HeaderMap>,
 }
 
 /// A shared HTTP client. Built on first use (reading the system's root
@@ -105,10 +108,12 @@ impl Upstream {
                     UpstreamError::Failed("the upstream's body could not be read")
                 }
             })?;
+            let trailers = body.trailers().cloned();
             Ok(UpstreamResponse {
                 status: parts.status.as_u16(),
                 headers: parts.headers,
                 body: body.to_bytes(),
+                trailers,
             })
         };
         match tokio::time::timeout(timeout, call).await {

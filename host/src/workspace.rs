@@ -29,10 +29,12 @@ pub const MAX_DEPTH: usize = 16;
 /// Why the workspace could not be prepared.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
-    #[error("file path {path:?} is not allowed: {why}")]
-    BadPath { path: String, why: &'static str },
-    #[error("file path {0:?} appears twice")]
-    Duplicate(String),
+    /// The position of the file, never its path: no error quotes a value
+    /// the caller sent.
+    #[error("files[{index}].path is not allowed: {why}")]
+    BadPath { index: usize, why: &'static str },
+    #[error("files[{0}].path names the same file as files[{1}].path")]
+    Duplicate(usize, usize),
     #[error("the request has {count} files; at most {max} are allowed")]
     TooManyFiles { count: u64, max: u64 },
     #[error("the request's files hold {bytes} bytes; at most {max} are allowed")]
@@ -110,11 +112,12 @@ impl Workspace {
                 max: env.file_bytes,
             });
         }
-        let mut seen = std::collections::BTreeSet::new();
-        for f in files {
-            check_relative_path(&f.path)?;
-            if !seen.insert(f.path.as_str()) {
-                return Err(WorkspaceError::Duplicate(f.path.clone()));
+        let mut seen = std::collections::BTreeMap::new();
+        for (i, f) in files.iter().enumerate() {
+            check_relative_path(&f.path)
+                .map_err(|why| WorkspaceError::BadPath { index: i, why })?;
+            if let Some(first) = seen.insert(f.path.as_str(), i) {
+                return Err(WorkspaceError::Duplicate(i, first));
             }
         }
         let mut tree = self.tree();
@@ -217,6 +220,7 @@ fn place(tree: &mut Tree, files: &[InputFile]) -> Result<(), WorkspaceError> {
             }
         }
         let h = tree.open(
+            crate::memtree::HOST,
             ROOT,
             &f.path,
             OpenFlags {
@@ -228,7 +232,7 @@ fn place(tree: &mut Tree, files: &[InputFile]) -> Result<(), WorkspaceError> {
         let wrote = tree
             .node_of(h)
             .and_then(|id| tree.write(id, 0, f.content.as_bytes()));
-        tree.close(h)?;
+        tree.close(crate::memtree::HOST, h)?;
         wrote?;
     }
     Ok(())
@@ -241,39 +245,36 @@ pub fn is_plain_relative_path(p: &str) -> bool {
     check_relative_path(p).is_ok()
 }
 
-/// Validates a request path and returns it as a relative `PathBuf`.
-fn check_relative_path(p: &str) -> Result<PathBuf, WorkspaceError> {
-    let bad = |why| WorkspaceError::BadPath {
-        path: p.chars().take(128).collect(),
-        why,
-    };
+/// Validates a request path and returns it as a relative `PathBuf`, or
+/// says why not.
+fn check_relative_path(p: &str) -> Result<PathBuf, &'static str> {
     if p.is_empty() {
-        return Err(bad("empty"));
+        return Err("empty");
     }
     if p.len() > MAX_PATH_BYTES {
-        return Err(bad("longer than 1024 bytes"));
+        return Err("longer than 1024 bytes");
     }
     if p.starts_with('/') {
-        return Err(bad("absolute"));
+        return Err("absolute");
     }
     if p.contains('\\') {
-        return Err(bad("contains a backslash"));
+        return Err("contains a backslash");
     }
     if p.chars().any(char::is_control) {
-        return Err(bad("contains a control character"));
+        return Err("contains a control character");
     }
     let mut out = PathBuf::new();
     let mut depth = 0;
     for seg in p.split('/') {
         match seg {
-            "" => return Err(bad("has an empty segment")),
-            "." | ".." => return Err(bad("has a `.` or `..` segment")),
-            s if s.len() > MAX_NAME_BYTES => return Err(bad("has a name longer than 255 bytes")),
+            "" => return Err("has an empty segment"),
+            "." | ".." => return Err("has a `.` or `..` segment"),
+            s if s.len() > MAX_NAME_BYTES => return Err("has a name longer than 255 bytes"),
             s => out.push(s),
         }
         depth += 1;
         if depth > MAX_DEPTH {
-            return Err(bad("nested too deep"));
+            return Err("nested too deep");
         }
     }
     Ok(out)

@@ -26,13 +26,14 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    /// An error with `code` and `message`.
+    /// An error with `code` and `message`. A refusal for want of capacity
+    /// that passes by itself ([`retry_after_for`]) carries `Retry-After`.
     pub fn new(code: &str, message: impl Into<String>) -> ApiError {
         ApiError {
             code: code.to_owned(),
             message: message.into(),
             run_id: None,
-            retry_after_secs: None,
+            retry_after_secs: retry_after_for(code),
         }
     }
 
@@ -45,6 +46,17 @@ impl ApiError {
     /// The HTTP status for this error's code.
     pub fn status(&self) -> StatusCode {
         status_for(&self.code)
+    }
+}
+
+/// Seconds to wait before trying again after a refusal with `code`, for
+/// the refusals that pass by themselves (the host's capacity, a guest
+/// still compiling); `None` for the rest.
+pub fn retry_after_for(code: &str) -> Option<u64> {
+    match code {
+        "worker_pool_exhausted" | "busy" | "session_busy" => Some(1),
+        "warming_up" => Some(5),
+        _ => None,
     }
 }
 
@@ -68,9 +80,13 @@ pub fn status_for(code: &str) -> StatusCode {
         "rate_limited" | "concurrency_limit" | "session_limit" | "cpu_allowance_exhausted" => {
             StatusCode::TOO_MANY_REQUESTS
         }
-        "busy" | "provider_disabled" | "draining" | "audit_unavailable" | "not_ready" => {
-            StatusCode::SERVICE_UNAVAILABLE
-        }
+        "busy"
+        | "provider_disabled"
+        | "draining"
+        | "audit_unavailable"
+        | "not_ready"
+        | "worker_pool_exhausted"
+        | "warming_up" => StatusCode::SERVICE_UNAVAILABLE,
         "request_timeout" => StatusCode::REQUEST_TIMEOUT,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }

@@ -51,14 +51,9 @@ fn main() -> ExitCode {
         }
         None => {}
     }
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("PLIMSOLL_LOG")
-                // The MCP SDK logs session ids (capabilities) at info.
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn")),
-        )
-        .init();
+    // The MCP SDK's events are dropped whatever PLIMSOLL_LOG says: it logs
+    // session ids, which are capabilities.
+    plimsoll::logging::init("info");
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

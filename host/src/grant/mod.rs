@@ -28,8 +28,9 @@ pub struct Grant {
     /// The credential for this run, if the profile has one.
     pub credential: Option<Secret>,
     /// Finds that credential in a response ([`reflection`]); built on the
-    /// first answer, so that a run that makes no call pays nothing.
-    reflection: std::sync::OnceLock<reflection::ReflectionGuard>,
+    /// first answer, so that a run that makes no call pays nothing (and
+    /// shared with the profile for a static credential).
+    reflection: std::sync::OnceLock<Arc<reflection::ReflectionGuard>>,
 }
 
 impl std::fmt::Debug for Grant {
@@ -53,9 +54,21 @@ impl Grant {
     /// The search for this grant's credential in an answer (one that finds
     /// nothing for a grant without a credential).
     pub fn reflection(&self) -> &reflection::ReflectionGuard {
-        self.reflection.get_or_init(|| match &self.credential {
-            Some(c) => reflection::ReflectionGuard::for_credential(c.expose()),
-            None => reflection::ReflectionGuard::none(),
+        self.reflection.get_or_init(|| {
+            let build =
+                |c: &Secret| Arc::new(reflection::ReflectionGuard::for_credential(c.expose()));
+            match (&self.credential, &self.profile.credential) {
+                (None, _) => Arc::new(reflection::ReflectionGuard::none()),
+                (Some(c), Some(credential::CredentialSource::Static(s)))
+                    if s.expose() == c.expose() =>
+                {
+                    self.profile
+                        .static_reflection
+                        .get_or_init(|| build(c))
+                        .clone()
+                }
+                (Some(c), _) => build(c),
+            }
         })
     }
 }

@@ -176,6 +176,10 @@ pub struct GrantProfile {
     /// a segment must still be safe with them dropped, see
     /// [`super::route::normalised_is_safe`]).
     pub allow_path_parameters: bool,
+    /// The search for a static credential's reflections, built on the
+    /// profile's first answer and shared by every run that uses it (a
+    /// minted credential gets one per run instead).
+    pub static_reflection: std::sync::OnceLock<std::sync::Arc<super::reflection::ReflectionGuard>>,
 }
 
 /// Every grant profile of the host, by name.
@@ -412,6 +416,7 @@ fn parse_profile(
         max_calls,
         allow_headers,
         allow_path_parameters: raw.allow_path_parameters,
+        static_reflection: std::sync::OnceLock::new(),
     })
 }
 

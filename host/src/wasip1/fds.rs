@@ -3,7 +3,7 @@
 //! descriptor; every entry is a position in a tree.
 
 use super::static_tree::{StaticNode, StaticTree};
-use crate::memtree::{Handle, NodeId};
+use crate::memtree::{Handle, NodeId, Owner};
 use crate::output::CappedOutput;
 use crate::workspace::Workspace;
 use std::sync::Arc;
@@ -88,13 +88,20 @@ pub(crate) struct FdTable {
     /// The guest closed stdio or a preopen.
     closed_own: bool,
     pub(crate) workspace: Option<Arc<Workspace>>,
+    /// The instance's workspace handles' owner ([`crate::memtree::Owner`]).
+    pub(crate) owner: Owner,
 }
 
 impl FdTable {
     /// Stdio and the preopens of `layout`; the workspace preopen holds a
     /// handle on `workspace`'s root (none without a workspace: a
     /// pre-instantiated instance's placeholder).
-    pub(crate) fn new(layout: &Layout, workspace: Option<Arc<Workspace>>, cap: usize) -> FdTable {
+    pub(crate) fn new(
+        layout: &Layout,
+        workspace: Option<Arc<Workspace>>,
+        owner: Owner,
+        cap: usize,
+    ) -> FdTable {
         let mut slots = vec![Some(Fd::Stdin), Some(Fd::Stdout), Some(Fd::Stderr)];
         for p in &layout.preopens {
             let fd = match &p.kind {
@@ -105,7 +112,7 @@ impl FdTable {
                     preopen: Some(p.guest_path.clone()),
                 }),
                 PreopenKind::Workspace => match workspace.as_ref() {
-                    Some(w) => w.tree().open_root().ok().map(|handle| Fd::Work {
+                    Some(w) => w.tree().open_root(owner).ok().map(|handle| Fd::Work {
                         handle,
                         node: crate::memtree::ROOT,
                         is_dir: true,
@@ -139,6 +146,7 @@ impl FdTable {
             // The preopens never count against the guest's own cap.
             cap: cap.saturating_add(live),
             workspace,
+            owner,
         }
     }
 
@@ -208,7 +216,7 @@ impl FdTable {
 
     fn release(&self, fd: Fd) {
         if let (Fd::Work { handle, .. }, Some(w)) = (fd, &self.workspace) {
-            let _ = w.tree().close(handle);
+            let _ = w.tree().close(self.owner, handle);
         }
     }
 
@@ -224,12 +232,7 @@ impl Drop for FdTable {
         // A session's workspace outlives an interpreter that ended: give
         // its handles back.
         if let Some(w) = &self.workspace {
-            let mut tree = w.tree();
-            for fd in self.slots.iter_mut().filter_map(Option::take) {
-                if let Fd::Work { handle, .. } = fd {
-                    let _ = tree.close(handle);
-                }
-            }
+            w.tree().release_owner(self.owner);
         }
     }
 }
@@ -253,6 +256,8 @@ pub struct P1State {
     /// The cell the guest asks the host for, and its answer (see
     /// `scientific::door`).
     pub(crate) door: Door,
+    /// The instance's workspace handles' owner (its store's).
+    pub(crate) fs_owner: Owner,
 }
 
 impl P1State {
@@ -278,14 +283,16 @@ impl P1State {
             frozen_random: 0,
             origin: std::time::Instant::now(),
             door: Door::default(),
+            // Set to the store's own on every call (`wasip1::with`).
+            fs_owner: crate::memtree::HOST,
         }
     }
 
     /// The descriptor table, made on first use with `workspace`.
     pub(crate) fn fds(&mut self, workspace: &Option<Arc<Workspace>>) -> &mut FdTable {
-        let (layout, cap) = (&self.layout, self.open_cap);
+        let (layout, cap, owner) = (&self.layout, self.open_cap, self.fs_owner);
         self.fds
-            .get_or_insert_with(|| FdTable::new(layout, workspace.clone(), cap))
+            .get_or_insert_with(|| FdTable::new(layout, workspace.clone(), owner, cap))
     }
 
     /// Descriptors the guest holds beyond stdio and its preopens.

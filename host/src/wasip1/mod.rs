@@ -195,9 +195,11 @@ where
         return EFAULT;
     };
     let workspace = state.workspace.clone();
+    let owner = state.fs_owner;
     let Some(p1) = state.p1.as_deref_mut() else {
         return EFAULT;
     };
+    p1.fs_owner = owner;
     match f(&mut mem, p1, &workspace) {
         Ok(()) => ESUCCESS,
         Err(e) => e,
@@ -1129,10 +1131,12 @@ fn add_path_calls(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
                         }
                     }
                     Base::Work(dir) => {
+                        let owner = p1.fs_owner;
                         let w = workspace(ws)?;
                         let mut tree = w.tree();
                         let handle = tree
                             .open(
+                                owner,
                                 dir,
                                 &path,
                                 OpenFlags {
@@ -1146,7 +1150,7 @@ fn add_path_calls(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
                         let node = tree.node_of(handle).map_err(tree_errno)?;
                         let is_dir = tree.stat(node).map_err(tree_errno)?.is_dir;
                         if is_dir && write {
-                            let _ = tree.close(handle);
+                            let _ = tree.close(owner, handle);
                             return Err(EISDIR);
                         }
                         Fd::Work {

@@ -3,7 +3,8 @@
 //!
 //! Each worker is one VM: QEMU's `microvm` machine (no PCI, no firmware, no
 //! network device) boots the kernel of Debian's own kernel package with an
-//! initramfs that holds only the static (musl) `plimsoll-worker`, the
+//! initramfs that holds only `plimsoll-worker` (the same binary the other
+//! boundaries run, with the shared libraries `ldd` names for it), the
 //! `virtio_mmio`/`virtio_console` modules and the precompiled guest images.
 //! The worker talks to the supervisor over one virtio-serial port, which
 //! QEMU connects to its own stdin/stdout (`-chardev stdio`), so the pool
@@ -24,9 +25,9 @@
 //!
 //! The VM image (kernel and modules) is built by
 //! `host/microvm/build-image.sh` into `PLIMSOLL_MICROVM_IMAGE` (default
-//! `~/.cache/plimsoll/microvm`). The static worker is
-//! `PLIMSOLL_MICROVM_WORKER`, else the musl build next to the target
-//! directory of the normal worker.
+//! `~/.cache/plimsoll/microvm`). The VM's worker is
+//! `PLIMSOLL_MICROVM_WORKER` (a static build, say), else the normal worker
+//! itself: one build of the host serves every boundary.
 
 use super::{Launch, Prepared, Wrapper, WrapperError};
 use crate::cpu::CpuTarget;
@@ -62,6 +63,8 @@ pub struct Microvm {
     modules: PathBuf,
     kernel_package: String,
     worker: PathBuf,
+    /// The shared libraries the worker needs, placed at their own paths.
+    worker_libs: Vec<PathBuf>,
     memory_mib: u64,
     /// Where initramfs archives are written (unnamed files) and QEMU's logs.
     work: PathBuf,
@@ -171,36 +174,51 @@ fn default_image_dir() -> PathBuf {
     }
 }
 
-/// The static worker: `PLIMSOLL_MICROVM_WORKER`, else the musl build that
-/// sits beside the normal worker's target directory
-/// (`target/release/plimsoll-worker` →
-/// `target/x86_64-unknown-linux-musl/release/plimsoll-worker`).
-fn static_worker(worker_bin: &Path, chosen: Option<&Path>) -> Result<PathBuf, WrapperError> {
-    let candidate = match chosen {
-        Some(p) => p.to_path_buf(),
-        None => {
-            let profile_dir = worker_bin.parent().unwrap_or(Path::new("."));
-            let profile = profile_dir.file_name().unwrap_or_default();
-            let target = profile_dir.parent().unwrap_or(Path::new("."));
-            target
-                .join("x86_64-unknown-linux-musl")
-                .join(profile)
-                .join("plimsoll-worker")
-        }
-    };
+/// The VM's `/init`: `PLIMSOLL_MICROVM_WORKER`, else the normal worker
+/// itself; with the shared libraries it needs (none for a static build),
+/// which the initramfs carries at the paths `ldd` names.
+fn vm_worker(
+    worker_bin: &Path,
+    chosen: Option<&Path>,
+) -> Result<(PathBuf, Vec<PathBuf>), WrapperError> {
+    let candidate = chosen.unwrap_or(worker_bin).to_path_buf();
     if !candidate.is_file() {
         return Err(WrapperError::Setup(format!(
-            "the static worker {} does not exist: build it with `cargo build --release --target x86_64-unknown-linux-musl --bin plimsoll-worker` (make build does) or set PLIMSOLL_MICROVM_WORKER",
+            "the VM's worker {} does not exist: build it with `cargo build --release -p plimsoll -p plimsolld` (make build does) or set PLIMSOLL_MICROVM_WORKER",
             candidate.display()
         )));
     }
-    if !super::shared_libraries(&candidate)?.is_empty() {
-        return Err(WrapperError::Setup(format!(
-            "{} is dynamically linked; the VM's /init must be the static (musl) worker",
-            candidate.display()
-        )));
+    let libs = super::shared_libraries(&candidate)?;
+    for lib in &libs {
+        if vm_path(lib).is_none() {
+            return Err(WrapperError::Setup(format!(
+                "{} needs {}, which cannot be placed in the VM",
+                candidate.display(),
+                lib.display()
+            )));
+        }
     }
-    Ok(candidate)
+    Ok((candidate, libs))
+}
+
+/// Where a host library goes in the initramfs: its absolute path, made
+/// relative (`/lib64/ld-linux-x86-64.so.2` → `lib64/ld-linux-x86-64.so.2`),
+/// with the directories to create first. `None` for a path with `.`, `..`
+/// or empty components, or outside the usual library directories.
+fn vm_path(lib: &Path) -> Option<(Vec<String>, String)> {
+    let s = lib.to_str()?;
+    let rel = s.strip_prefix('/')?;
+    let parts: Vec<&str> = rel.split('/').collect();
+    if parts.len() < 2
+        || parts
+            .iter()
+            .any(|p| p.is_empty() || *p == "." || *p == "..")
+        || !matches!(parts[0], "lib" | "lib64" | "usr")
+    {
+        return None;
+    }
+    let dirs = (1..parts.len()).map(|i| parts[..i].join("/")).collect();
+    Some((dirs, rel.to_owned()))
 }
 
 /// The microVM's settings, from the environment by default.
@@ -210,8 +228,8 @@ pub struct MicrovmSettings {
     pub qemu: PathBuf,
     /// The kernel and modules (`PLIMSOLL_MICROVM_IMAGE`).
     pub image: PathBuf,
-    /// The static worker (`PLIMSOLL_MICROVM_WORKER`); `None` = beside the
-    /// normal worker's target directory.
+    /// The VM's worker (`PLIMSOLL_MICROVM_WORKER`); `None` = the normal
+    /// worker.
     pub worker: Option<PathBuf>,
     /// Whether software emulation may be used when KVM cannot
     /// (`PLIMSOLL_MICROVM_ALLOW_TCG=1`).
@@ -243,9 +261,9 @@ impl MicrovmSettings {
 }
 
 impl Microvm {
-    /// Finds QEMU, the VM image and the static worker, and picks the
+    /// Finds QEMU, the VM image and the VM's worker, and picks the
     /// accelerator. `work` holds the initramfs archives; `worker_bin` is
-    /// the normal worker (used to find the static one).
+    /// the normal worker.
     pub fn detect(
         work: &Path,
         worker_bin: &Path,
@@ -295,7 +313,7 @@ impl Microvm {
         let kernel_package = std::fs::read_to_string(image.join("version"))
             .map(|s| s.trim().chars().take(80).collect())
             .unwrap_or_else(|_| "unknown kernel".into());
-        let worker = static_worker(worker_bin, settings.worker.as_deref())?;
+        let (worker, worker_libs) = vm_worker(worker_bin, settings.worker.as_deref())?;
         let (accel, accel_note) = match kvm_usable() {
             Ok(()) => ("kvm", "KVM (hardware virtualisation)".to_owned()),
             Err(why) if settings.allow_tcg => (
@@ -324,6 +342,7 @@ impl Microvm {
             modules,
             kernel_package,
             worker,
+            worker_libs,
             memory_mib,
             work,
             initramfs: Mutex::new(Vec::new()),
@@ -448,6 +467,18 @@ impl Microvm {
             a.dir(d, 0o755).map_err(err)?;
         }
         a.file_from("init", 0o755, &self.worker).map_err(err)?;
+        let mut made = std::collections::BTreeSet::new();
+        for lib in &self.worker_libs {
+            let Some((dirs, rel)) = vm_path(lib) else {
+                continue;
+            };
+            for d in dirs {
+                if made.insert(d.clone()) {
+                    a.dir(&d, 0o755).map_err(err)?;
+                }
+            }
+            a.file_from(&rel, 0o555, lib).map_err(err)?;
+        }
         let order = std::fs::read_to_string(self.modules.join("order")).map_err(err)?;
         a.file("modules/order", 0o444, order.as_bytes())
             .map_err(err)?;

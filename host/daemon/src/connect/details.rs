@@ -300,9 +300,12 @@ pub fn map_code(code: &str) -> (&'static str, Option<Reason>) {
         | "cpu_allowance_exhausted"
         | "busy"
         | "session_busy" => ("resource_exhausted", Some(Capacity)),
-        "draining" | "audit_unavailable" | "workspace_unavailable" | "not_ready" => {
-            ("unavailable", Some(Capacity))
-        }
+        "draining"
+        | "audit_unavailable"
+        | "workspace_unavailable"
+        | "not_ready"
+        | "worker_pool_exhausted"
+        | "warming_up" => ("unavailable", Some(Capacity)),
         "unknown_session" => ("failed_precondition", Some(Request)),
         // The guest's start functions ran: not a refusal.
         "timeout" | "trap" => ("internal", None),

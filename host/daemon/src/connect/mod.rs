@@ -232,7 +232,7 @@ async fn serve(
             return Err(ConnectError::refused(
                 "unimplemented",
                 Reason::Protocol,
-                format!("this daemon serves protocol 4, not protocol {protocol}"),
+                "this daemon serves protocol 4, not the protocol the request states",
             ));
         }
     }
@@ -972,7 +972,7 @@ async fn open_session(
     let (lifetime, idle_timeout) = (ms("lifetimeMs")?, ms("idleTimeoutMs")?);
     if !app.sandbox.supports_sessions() {
         return Err(unsupported(
-            "sessions keep interpreters in the daemon's process: only the `wasm` provider offers them",
+            "this daemon's provider offers no sessions (the `disabled` provider, or a wrapper whose workers are not verified)",
         ));
     }
     let (Ok(py), Ok(js)) = (
