@@ -393,13 +393,22 @@ pub async fn snapshot_scientific(
     artifacts: &crate::scientific::Artifacts,
     init: &str,
 ) -> Result<Vec<u8>, ScientificSnapshotError> {
+    let started = std::time::Instant::now();
     let wizer = wasmtime_wizer::Wizer::new();
     let (cx, instrumented) = wizer
         .instrument(plain)
         .map_err(|e| ScientificSnapshotError::Instrument(format!("{e:#}")))?;
     let engine = rt.engine().engine();
+    tracing::info!(
+        "scientific snapshot: instrumented in {:.1} s; compiling the interpreter",
+        started.elapsed().as_secs_f64()
+    );
     let module = wasmtime::Module::new(engine, &instrumented)
         .map_err(|e| ScientificSnapshotError::Instrument(format!("{e:#}")))?;
+    tracing::info!(
+        "scientific snapshot: compiled at {:.1} s; importing the stack",
+        started.elapsed().as_secs_f64()
+    );
     let linker = crate::scientific::linker(engine)
         .map_err(|e| ScientificSnapshotError::Init(format!("{e:#}")))?;
     let env = crate::envelope::Envelope {
@@ -448,11 +457,20 @@ pub async fn snapshot_scientific(
     if open > 0 {
         return Err(ScientificSnapshotError::OpenFiles(open));
     }
+    tracing::info!(
+        "scientific snapshot: imported at {:.1} s; snapshotting",
+        started.elapsed().as_secs_f64()
+    );
     let mut state = CoreInstanceState { store, instance };
-    wizer
+    let snapshot = wizer
         .snapshot(&cx, &mut state)
         .await
-        .map_err(|e| ScientificSnapshotError::Instrument(format!("{e:#}")))
+        .map_err(|e| ScientificSnapshotError::Instrument(format!("{e:#}")));
+    tracing::info!(
+        "scientific snapshot: done at {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    snapshot
 }
 
 struct CoreInstanceState<'a> {

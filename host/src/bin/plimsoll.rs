@@ -317,6 +317,11 @@ async fn preinit_scientific(args: PreinitScientificArgs) -> ExitCode {
         return fail(&format!("{}: {e}", output.display()));
     }
     for dir in &args.cache_dirs {
+        eprintln!(
+            "plimsoll: compiling the snapshot into {} ({:.0} s so far)",
+            dir.display(),
+            started.elapsed().as_secs_f64()
+        );
         let compiled = plimsoll::component_cache::ComponentCache::open(dir)
             .and_then(|cache| runtime.load_scientific_with(&args.dir, &cache));
         if let Err(e) = compiled {
