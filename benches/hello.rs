@@ -29,6 +29,7 @@ fn sandbox(dir: &Path, pooling: bool, fuel: bool) -> Sandbox {
             cache_dir: Some(dir.join("components")),
             // The library's default: a tmpfs when the machine has one.
             workspace_dir: plimsoll::config::default_work_dir(dir),
+            ..RuntimeConfig::default()
         },
         ..SandboxConfig::default()
     })

@@ -132,6 +132,7 @@ fn bench(c: &mut Criterion) {
             },
             cache_dir: Some(guests_dir().join("../test-cache")),
             workspace_dir: plimsoll::config::default_work_dir(dir.path()),
+            ..RuntimeConfig::default()
         },
         interpreters,
         sessions: plimsoll::session::SessionLimits {

@@ -620,6 +620,7 @@ async fn an_image_for_a_wider_cpu_level_is_refused_with_the_setting_named() {
             },
             cache_dir: None,
             workspace_dir: dir.path().join(cpu.as_str()),
+            ..RuntimeConfig::default()
         })
         .expect("runtime")
     };
@@ -678,6 +679,7 @@ async fn an_image_for_a_wider_cpu_level_is_refused_with_the_setting_named() {
             },
             cache_dir: None,
             workspace_dir: dir.path().join("run"),
+            ..plimsoll::RuntimeConfig::default()
         },
         ..plimsoll::SandboxConfig::default()
     })

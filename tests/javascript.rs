@@ -103,11 +103,31 @@ async fn hostile_scripts_end_in_their_typed_outcome() {
             ),
             Status::OutputTruncated,
         ),
-        ("os module", js("await import('os')"), Status::Error),
-        ("require", js("require('fs')"), Status::Error),
+        // QuickJS's own `std` and `os` modules (files, processes, the
+        // environment) are not in the build; `os` and `fs` are Node's,
+        // over the run's workspace only (issue #36).
+        ("qjs std module", js("await import('std')"), Status::Error),
+        (
+            "qjs: specifier",
+            js("await import('qjs:os')"),
+            Status::Error,
+        ),
+        (
+            "child_process",
+            js("require('child_process')"),
+            Status::Error,
+        ),
+        ("net", js("require('net')"), Status::Error),
         (
             "no std or os globals",
-            js("[typeof std, typeof os, typeof process, typeof setTimeout].join()"),
+            js("[typeof std, typeof os, typeof scriptArgs].join()"),
+            Status::Ok,
+        ),
+        (
+            "node's fs sees only the workspace",
+            js(
+                "const fs = require('fs'); let r = []; for (const p of ['/etc/passwd', '/proc/self/environ', '../../etc/passwd']) { try { fs.readFileSync(p); r.push('LEAK'); } catch (e) { r.push('blocked'); } } r.join()",
+            ),
             Status::Ok,
         ),
     ];
@@ -117,8 +137,11 @@ async fn hostile_scripts_end_in_their_typed_outcome() {
         if what == "no std or os globals" {
             assert_eq!(
                 r.result.as_deref(),
-                Some("\"undefined,undefined,undefined,undefined\"")
+                Some("\"undefined,undefined,undefined\"")
             );
+        }
+        if what == "node's fs sees only the workspace" {
+            assert_eq!(r.result.as_deref(), Some("\"blocked,blocked,blocked\""));
         }
     }
     assert_eq!(

@@ -240,3 +240,44 @@ fn bad_stdio_input_is_bounded_and_the_server_keeps_serving() {
     drop(to);
     let _ = child.wait();
 }
+
+/// Twelve `open_session` calls sent at once on one connection open exactly
+/// the caller's cap of sessions, in-process and behind bubblewrap (issue
+/// #34: the cap was checked, then the open awaited, then the session
+/// inserted).
+#[test]
+fn a_burst_of_opens_never_passes_the_session_cap() {
+    let mut tiers = vec!["--provider wasm"];
+    let bwrap = Command::new("bwrap")
+        .args(["--unshare-all", "--ro-bind", "/", "/", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if bwrap {
+        tiers.push("--provider wasm+bwrap");
+    } else {
+        eprintln!("SKIP (bwrap tier only): bubblewrap cannot run here; .ci/run installs it");
+    }
+    for args in tiers {
+        let out = Command::new(client_python())
+            .arg(repo().join("tests/mcp/burst_checks.py"))
+            .env("PLIMSOLL_BIN", env!("CARGO_BIN_EXE_plimsoll"))
+            .env("PLIMSOLL_MCP_ARGS", args)
+            .env("PLIMSOLL_CAP", "4")
+            .env("PLIMSOLL_GUESTS_DIR", support::guests_dir())
+            .env(
+                "PLIMSOLL_STATE_DIR",
+                support::guests_dir().join("../test-state"),
+            )
+            .env("PLIMSOLL_WORKER_BIN", env!("CARGO_BIN_EXE_plimsoll-worker"))
+            .env_remove("SANDBOX_PROVIDER")
+            .output()
+            .expect("run the burst checks");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        eprintln!("{args}: {stdout}");
+        assert!(
+            out.status.success() && stdout.contains("all checks passed"),
+            "{args}: the burst passed the cap:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -6,7 +6,7 @@
 # with `apt-get download` and unpacked into a scratch directory.
 #
 # The initramfs itself is built by the provider at start (host/src/wrapper/
-# microvm.rs): its /init is the static (musl) plimsoll-worker, and it holds
+# microvm/archive.rs): its /init is the static (musl) plimsoll-worker, and it holds
 # these modules and the precompiled guest images.
 #
 # Output (PLIMSOLL_MICROVM_IMAGE, default ~/.cache/plimsoll/microvm):

@@ -89,6 +89,48 @@ pub enum LoadError {
 #[derive(Debug, Clone)]
 pub struct ComponentCache {
     dir: Option<PathBuf>,
+    /// Caches read but never written: a build's own (make compiles the
+    /// guests into `target/test-cache`), so that what it compiled is found
+    /// without a setting. Each passed the same ownership check as `dir`.
+    also: Vec<PathBuf>,
+    /// Told before a load compiles (seconds to minutes).
+    notice: Option<CompileNotice>,
+}
+
+/// What to do before a guest is compiled: the CLI prints a line, since a
+/// first run may take minutes. Called with a label for what compiles and
+/// its size in bytes.
+#[derive(Clone)]
+pub struct CompileNotice(pub std::sync::Arc<NoticeFn>);
+
+/// What a [`CompileNotice`] calls: a label and a size in bytes.
+pub type NoticeFn = dyn Fn(&str, u64) + Send + Sync;
+
+impl std::fmt::Debug for CompileNotice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CompileNotice")
+    }
+}
+
+/// Whether `dir` is a directory this process's user owns that nobody else
+/// may write: only such a cache's native code is ever loaded.
+fn private_to_me(dir: &Path) -> Result<(), String> {
+    let md = std::fs::symlink_metadata(dir).map_err(|e| e.to_string())?;
+    if !md.is_dir() {
+        return Err("not a directory".into());
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if md.uid() != me {
+        return Err(format!(
+            "owned by uid {}, not by this process (uid {me})",
+            md.uid()
+        ));
+    }
+    if md.permissions().mode() & 0o022 != 0 {
+        return Err("writable by group or others".into());
+    }
+    Ok(())
 }
 
 /// The SHA-256 of a component's bytes, hex.
@@ -99,7 +141,39 @@ pub fn content_hash(bytes: &[u8]) -> String {
 impl ComponentCache {
     /// No on-disk cache: every load compiles.
     pub fn disabled() -> Self {
-        ComponentCache { dir: None }
+        ComponentCache {
+            dir: None,
+            also: Vec::new(),
+            notice: None,
+        }
+    }
+
+    /// Also reads compiled guests from `dirs` (never writes there). A
+    /// directory that is missing, or that another user owns or may write,
+    /// is skipped: its native code would be anyone's.
+    pub fn reading_also(mut self, dirs: &[PathBuf]) -> Self {
+        for d in dirs {
+            match private_to_me(d) {
+                Ok(()) => self.also.push(d.clone()),
+                Err(why) if d.exists() => {
+                    tracing::warn!("not reading compiled guests from {}: {why}", d.display())
+                }
+                Err(_) => {}
+            }
+        }
+        self
+    }
+
+    /// Calls `notice` before every compile.
+    pub fn with_notice(mut self, notice: Option<CompileNotice>) -> Self {
+        self.notice = notice;
+        self
+    }
+
+    /// The directories a compiled guest is looked for in, written one
+    /// first.
+    fn dirs(&self) -> impl Iterator<Item = &PathBuf> {
+        self.dir.iter().chain(self.also.iter())
     }
 
     /// A cache in `dir`, created with mode 0700 if missing. Refused if the
@@ -130,6 +204,8 @@ impl ComponentCache {
         }
         Ok(ComponentCache {
             dir: Some(dir.to_path_buf()),
+            also: Vec::new(),
+            notice: None,
         })
     }
 
@@ -149,6 +225,17 @@ impl ComponentCache {
         engine: &SandboxEngine,
         bytes: &[u8],
     ) -> Result<(C, String), LoadError> {
+        self.load_compiled_as(engine, bytes, "a component")
+    }
+
+    /// [`ComponentCache::load_compiled`], naming what compiles `label` in
+    /// the notice.
+    fn load_compiled_as<C: Compiled>(
+        &self,
+        engine: &SandboxEngine,
+        bytes: &[u8],
+        label: &str,
+    ) -> Result<(C, String), LoadError> {
         if bytes.len() > C::MAX_BYTES {
             return Err(LoadError::TooLarge(bytes.len()));
         }
@@ -158,25 +245,36 @@ impl ComponentCache {
             return Err(LoadError::Precompiled);
         }
         let hash = content_hash(bytes);
+        let name = format!("{hash}-{}.cwasm", engine.compatibility_digest());
+        for (i, d) in self.dirs().enumerate() {
+            let path = d.join(&name);
+            if !path.is_file() {
+                continue;
+            }
+            // SAFETY: the file is in a directory only this user can write
+            // (checked in `open` and `reading_also`), and it was written by
+            // `store` below from `Component::serialize` of this engine
+            // configuration (the name carries the engine's compatibility
+            // digest).
+            match unsafe { C::load_file(engine.engine(), &path) } {
+                Ok(c) => return Ok((c, hash)),
+                // Only the cache this process writes is repaired.
+                Err(e) if i == 0 && self.dir.is_some() => {
+                    tracing::warn!("dropping unreadable cache entry {}: {e:#}", path.display());
+                    let _ = std::fs::remove_file(&path);
+                }
+                Err(e) => tracing::warn!("cannot load {}: {e:#}", path.display()),
+            }
+        }
+        if let Some(n) = &self.notice {
+            (n.0)(label, bytes.len() as u64);
+        }
         let Some(dir) = &self.dir else {
             let c = C::compile(engine.engine(), bytes)
                 .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
             return Ok((c, hash));
         };
-        let path = dir.join(format!("{hash}-{}.cwasm", engine.compatibility_digest()));
-        if path.is_file() {
-            // SAFETY: the file is in a directory only this user can write
-            // (checked in `open`), and it was written by `store` below from
-            // `Component::serialize` of this engine configuration (the name
-            // carries the engine's compatibility digest).
-            match unsafe { C::load_file(engine.engine(), &path) } {
-                Ok(c) => return Ok((c, hash)),
-                Err(e) => {
-                    tracing::warn!("dropping unreadable cache entry {}: {e:#}", path.display());
-                    let _ = std::fs::remove_file(&path);
-                }
-            }
-        }
+        let path = dir.join(&name);
         let c =
             C::compile(engine.engine(), bytes).map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
         if let Err(e) = store(dir, &path, &c) {
@@ -213,7 +311,7 @@ impl ComponentCache {
             ));
         }
         let Some(dir) = &self.dir else {
-            return self.load_compiled(engine, &std::fs::read(path)?);
+            return self.load_compiled_as(engine, &std::fs::read(path)?, &label_of(path));
         };
         let abs = std::fs::canonicalize(path)?;
         let key = format!(
@@ -225,21 +323,24 @@ impl ComponentCache {
             md.mtime(),
             md.mtime_nsec()
         );
-        let index = dir.join("by-file").join(content_hash(key.as_bytes()));
-        if let Ok(hash) = std::fs::read_to_string(&index)
-            && hash.len() == 64
-            && hash.bytes().all(|b| b.is_ascii_hexdigit())
-        {
-            let cwasm = dir.join(format!("{hash}-{}.cwasm", engine.compatibility_digest()));
-            if cwasm.is_file() {
-                // SAFETY: as in `load`: a file this host wrote into its own
-                // private directory, named by the engine's digest.
-                if let Ok(c) = unsafe { C::load_file(engine.engine(), &cwasm) } {
-                    return Ok((c, hash));
+        let index_name = content_hash(key.as_bytes());
+        let index = dir.join("by-file").join(&index_name);
+        for d in self.dirs() {
+            if let Ok(hash) = std::fs::read_to_string(d.join("by-file").join(&index_name))
+                && hash.len() == 64
+                && hash.bytes().all(|b| b.is_ascii_hexdigit())
+            {
+                let cwasm = d.join(format!("{hash}-{}.cwasm", engine.compatibility_digest()));
+                if cwasm.is_file() {
+                    // SAFETY: as in `load`: a file this user wrote into a
+                    // private directory, named by the engine's digest.
+                    if let Ok(c) = unsafe { C::load_file(engine.engine(), &cwasm) } {
+                        return Ok((c, hash));
+                    }
                 }
             }
         }
-        let loaded = self.load_compiled::<C>(engine, &std::fs::read(path)?)?;
+        let loaded = self.load_compiled_as::<C>(engine, &std::fs::read(path)?, &label_of(path))?;
         let write_index = || -> std::io::Result<()> {
             std::fs::create_dir_all(dir.join("by-file"))?;
             let mut tmp = tempfile::NamedTempFile::new_in(dir.join("by-file"))?;
@@ -252,6 +353,13 @@ impl ComponentCache {
         }
         Ok(loaded)
     }
+}
+
+/// What a notice calls the file at `path`: its name.
+fn label_of(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "a component".into())
 }
 
 fn store<C: Compiled>(dir: &Path, path: &Path, c: &C) -> std::io::Result<()> {

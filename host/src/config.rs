@@ -50,6 +50,24 @@ pub fn default_scientific_dir() -> Option<PathBuf> {
     .find(|d| d.join(crate::scientific::SNAPSHOT_FILE).is_file())
 }
 
+/// The caches a build of this checkout filled (`make` compiles the guests
+/// into `target/test-cache`): beside the guests directory in use, read but
+/// never written, so that what `make` compiled is found without a setting.
+pub fn default_build_caches() -> Vec<PathBuf> {
+    let guests = std::env::var_os(GUESTS_DIR_ENV)
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target/guests"));
+    let mut out = Vec::new();
+    if let Some(parent) = guests.parent() {
+        let dir = parent.join("test-cache");
+        if dir.is_dir() {
+            out.push(dir);
+        }
+    }
+    out
+}
+
 /// The interpreter components this host can find: for each language,
 /// `PLIMSOLL_<LANG>_COMPONENT`, else `<lang>.wasm` in `PLIMSOLL_GUESTS_DIR`,
 /// else `target/guests/<lang>.wasm` under the current directory (a
@@ -158,6 +176,12 @@ impl SandboxConfig {
                 name: "SANDBOX_MAX_SESSIONS_PER_CALLER",
             })?;
         }
+        // The host-wide total, across callers.
+        if let Some(v) = var("SANDBOX_MAX_SESSIONS")? {
+            sessions.total = v.trim().parse().map_err(|_| ConfigError::Number {
+                name: "SANDBOX_MAX_SESSIONS",
+            })?;
+        }
         let envelope = match std::env::var_os(ENVELOPE_FILE_ENV) {
             Some(p) if !p.is_empty() => load_envelope(std::path::Path::new(&p))?,
             _ => crate::envelope::Envelope::default(),
@@ -241,6 +265,8 @@ impl SandboxConfig {
                         .map(PathBuf::from)
                         .unwrap_or_else(|| state.join("components")),
                 ),
+                cache_also: default_build_caches(),
+                compile_notice: None,
                 workspace_dir: default_work_dir(&state),
                 engine,
             },

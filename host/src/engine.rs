@@ -56,6 +56,11 @@ pub struct EngineOptions {
     /// `Native` on the machine that runs it; a fixed x86-64 level when the
     /// code runs on another CPU (a microVM's), so that it loads there.
     pub cpu: CpuTarget,
+    /// Compile without Cranelift's optimizations: several times faster to
+    /// compile, slower to run. For code that runs once (the scientific
+    /// guest's initialization before its snapshot); its compatibility
+    /// digest differs, so nothing it compiles is taken for a normal build.
+    pub quick_compile: bool,
 }
 
 impl Default for EngineOptions {
@@ -73,6 +78,7 @@ impl Default for EngineOptions {
             keep_resident_bytes: DEFAULT_KEEP_RESIDENT,
             warm_instances: DEFAULT_WARM_INSTANCES,
             cpu: CpuTarget::Native,
+            quick_compile: false,
         }
     }
 }
@@ -154,6 +160,9 @@ impl SandboxEngine {
             ));
         }
         let mut config = Config::new();
+        if options.quick_compile {
+            config.cranelift_opt_level(wasmtime::OptLevel::None);
+        }
         config
             .epoch_interruption(true)
             .consume_fuel(options.fuel)

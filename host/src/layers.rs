@@ -20,6 +20,7 @@ pub const LEVELS: &[(&str, u8)] = &[
     ("bindings", 1),
     ("paths", 1),
     ("cpu", 1),
+    ("redact", 1),
     ("workspace_usage", 1),
     ("worker/protocol", 1),
     // L2 capabilities a guest is given.
@@ -28,15 +29,27 @@ pub const LEVELS: &[(&str, u8)] = &[
     ("grant/credential", 2),
     ("grant/headers", 2),
     ("grant/profile", 2),
+    ("grant/profile/origin", 2),
+    ("grant/profile/parse", 2),
+    ("grant/profile/tests", 2),
     ("grant/reflection", 2),
     ("grant/reflection/codings", 2),
     ("grant/reflection/forms", 2),
     ("grant/reflection/inspect", 2),
     ("grant/route", 2),
     ("broker", 2),
+    ("broker/check", 2),
+    ("broker/send", 2),
     ("http_gate", 2),
     ("workspace", 2),
     ("memtree", 2),
+    ("memtree/tree", 2),
+    ("memtree/charge", 2),
+    ("memtree/handles", 2),
+    ("memtree/paths", 2),
+    ("memtree/rename", 2),
+    ("memtree/tests", 2),
+    ("memtree/model_tests", 2),
     ("wasip1/static_tree", 2),
     // L3 engine.
     ("engine", 3),
@@ -45,18 +58,45 @@ pub const LEVELS: &[(&str, u8)] = &[
     ("component_cache", 3),
     ("state", 3),
     ("memfs", 3),
+    ("memfs/descriptor", 3),
+    ("memfs/listing", 3),
+    ("memfs/stream", 3),
     ("wasip1/fds", 3),
     ("wasip1", 3),
+    ("wasip1/abi", 3),
+    ("wasip1/memory", 3),
+    ("wasip1/io", 3),
+    ("wasip1/fd", 3),
+    ("wasip1/path", 3),
+    ("wasip1/environ", 3),
+    ("wasip1/process", 3),
     ("scientific", 3),
+    ("scientific/files", 3),
+    ("scientific/link", 3),
+    ("scientific/instance", 3),
+    ("scientific/door", 3),
     ("guest", 3),
     ("runtime", 3),
     ("warm", 3),
     ("executor", 3),
+    ("executor/store", 3),
+    ("executor/claim", 3),
+    ("executor/call", 3),
+    ("executor/classify", 3),
+    ("executor/execute", 3),
     ("reaper", 3),
     // L4 providers and boundaries.
     ("provider", 4),
+    ("provider/wrapped", 4),
     ("worker", 4),
     ("worker/pool", 4),
+    ("worker/pool/process", 4),
+    ("worker/pool/admission", 4),
+    ("worker/pool/affinity", 4),
+    ("worker/pool/lifecycle", 4),
+    ("worker/pool/images", 4),
+    ("worker/pool/run", 4),
+    ("worker/pool/tests", 4),
     ("worker/pool/session", 4),
     ("live_session", 4),
     ("worker/observe", 4),
@@ -64,16 +104,30 @@ pub const LEVELS: &[(&str, u8)] = &[
     ("wrapper/bwrap", 4),
     ("wrapper/gvisor", 4),
     ("wrapper/microvm", 4),
+    ("wrapper/microvm/detect", 4),
+    ("wrapper/microvm/accel", 4),
+    ("wrapper/microvm/archive", 4),
     ("wrapper/initramfs", 4),
     ("wrapper/seccomp", 4),
     // L5 the sandbox.
     ("session", 5),
     ("sandbox", 5),
+    ("sandbox/guests", 5),
+    ("sandbox/runs", 5),
+    ("sandbox/sessions", 5),
+    ("sandbox/shelf", 5),
     // L6 wire adapters.
     ("config", 6),
     ("logging", 6),
     ("batch", 6),
+    ("batch/jobs", 6),
+    ("batch/results", 6),
+    ("batch/tests", 6),
     ("mcp", 6),
+    ("mcp/args", 6),
+    ("mcp/calls", 6),
+    ("mcp/connection", 6),
+    ("mcp/tools", 6),
     ("mcp/backend", 6),
     ("mcp/render", 6),
     ("preinit", 6),
@@ -81,6 +135,7 @@ pub const LEVELS: &[(&str, u8)] = &[
     ("worker/vm_init", 6),
     ("lib", 6),
     ("layers", 6),
+    ("layers_check", 6),
 ];
 
 /// Groups of modules that import each other in a circle today (within one
@@ -95,226 +150,37 @@ pub const KNOWN_UPWARD: &[(&str, &str)] = &[];
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeSet;
+    use crate::layers_check::{Layers, code_of, paths};
     use std::path::Path;
 
-    /// `src/a/b.rs` → `a/b`, `src/a/mod.rs` → `a`.
-    fn module_of(rel: &Path) -> String {
-        let s = rel.with_extension("").to_string_lossy().replace('\\', "/");
-        s.strip_suffix("/mod").map(str::to_owned).unwrap_or(s)
-    }
-
-    fn level(m: &str) -> Option<u8> {
-        LEVELS.iter().find(|(n, _)| *n == m).map(|(_, l)| *l)
-    }
-
-    /// The crate root's re-exports (`pub use run::{RunRequest, …}` in
-    /// lib.rs): name → the module that defines it.
-    fn root_reexports() -> Vec<(String, String)> {
-        let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
-            .expect("read lib.rs");
-        let mut out = Vec::new();
-        for line in lib.lines() {
-            let Some(rest) = line.trim().strip_prefix("pub use ") else {
-                continue;
-            };
-            let rest = rest.trim_end_matches(';');
-            let Some((module, names)) = rest.split_once("::") else {
-                continue;
-            };
-            let names = names.trim_start_matches('{').trim_end_matches('}');
-            for n in names.split(',') {
-                let n = n.trim().rsplit("::").next().unwrap_or("").trim();
-                if !n.is_empty() {
-                    out.push((n.to_owned(), module.replace("::", "/")));
-                }
-            }
+    fn layers(src: &Path) -> Layers<'_> {
+        Layers {
+            src,
+            levels: LEVELS,
+            known_upward: KNOWN_UPWARD,
+            known_cycles: KNOWN_CYCLES,
+            isolated_level: None,
+            roots: &["lib", "layers"],
+            skip_dirs: &["bin"],
         }
-        out
-    }
-
-    /// The module a `crate::` path names: `worker::pool::X` → `worker/pool`
-    /// when that is a module, else `worker`; a root re-export (`Envelope`)
-    /// → the module that defines it.
-    fn target(path: &str) -> Option<String> {
-        let mut segs = path.split("::").filter(|s| !s.is_empty());
-        let first = segs.next()?.trim();
-        if first.is_empty() || !first.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return None;
-        }
-        if first.starts_with(|c: char| c.is_ascii_uppercase()) {
-            return root_reexports()
-                .into_iter()
-                .find(|(n, _)| n == first)
-                .map(|(_, m)| m);
-        }
-        if let Some(second) = segs.next() {
-            let two = format!("{first}/{}", second.trim());
-            if level(&two).is_some() {
-                return Some(two);
-            }
-        }
-        Some(first.to_owned())
-    }
-
-    /// Removes `//` comments (and so doc comments) line by line, keeping
-    /// string contents as they are (no `crate::` path is in a string).
-    fn code_of(text: &str) -> String {
-        text.lines()
-            .map(|l| match l.find("//") {
-                // `http://` and friends inside strings: keep a line whose
-                // `//` follows a `:` with a quote before it.
-                Some(i) if !l[..i].ends_with(':') => &l[..i],
-                _ => l,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    /// Every `crate::…` path in `code`, grouped imports expanded
-    /// (`crate::{a::X, b}` → `a::X`, `b`).
-    fn paths(code: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut rest = code;
-        while let Some(i) = rest.find("crate::") {
-            let after = &rest[i + "crate::".len()..];
-            if let Some(group) = after.strip_prefix('{') {
-                let end = group.find('}').unwrap_or(group.len());
-                for item in group[..end].split(',') {
-                    out.push(item.trim().to_owned());
-                }
-            } else {
-                let end = after
-                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
-                    .unwrap_or(after.len());
-                out.push(after[..end].to_owned());
-            }
-            rest = after;
-        }
-        out
     }
 
     #[test]
     fn no_module_imports_one_above_it() {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut files = Vec::new();
-        let mut dirs = vec![src.clone()];
-        while let Some(d) = dirs.pop() {
-            for e in std::fs::read_dir(&d).expect("read src").flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    if p.file_name().is_some_and(|n| n != "bin") {
-                        dirs.push(p);
-                    }
-                } else if p.extension().is_some_and(|x| x == "rs") {
-                    files.push(p);
-                }
-            }
+        if let Err(e) = layers(&src).check() {
+            panic!("{e}");
         }
-        let mut upward = BTreeSet::new();
-        let mut edges: BTreeSet<(String, String)> = BTreeSet::new();
-        let mut unplaced = Vec::new();
-        for f in &files {
-            let m = module_of(f.strip_prefix(&src).expect("under src"));
-            let Some(from) = level(&m) else {
-                unplaced.push(m);
-                continue;
-            };
-            let text = std::fs::read_to_string(f).expect("read a source file");
-            for p in paths(&code_of(&text)) {
-                let Some(t) = target(&p) else { continue };
-                if t == m || t.starts_with(&format!("{m}/")) {
-                    continue;
-                }
-                // A parent's `mod child;` is not an import of the child.
-                if m != "lib" && m != "layers" {
-                    edges.insert((m.clone(), t.clone()));
-                }
-                match level(&t) {
-                    Some(to) if to > from => {
-                        upward.insert((m.clone(), t));
-                    }
-                    Some(_) => {}
-                    None => unplaced.push(format!("{t} (named from {m})")),
-                }
-            }
-        }
-        assert!(
-            unplaced.is_empty(),
-            "modules missing from LEVELS: {unplaced:?}"
-        );
-        let known: BTreeSet<(String, String)> = KNOWN_UPWARD
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect();
-        let new: Vec<_> = upward.difference(&known).collect();
-        assert!(
-            new.is_empty(),
-            "imports that point up a level (move the type down or add a seam): {new:?}"
-        );
-        let gone: Vec<_> = known.difference(&upward).collect();
-        assert!(
-            gone.is_empty(),
-            "known upward imports that no longer exist: remove them from KNOWN_UPWARD: {gone:?}"
-        );
-        let cycles = cycles(&edges);
-        let known_cycles: Vec<BTreeSet<String>> = KNOWN_CYCLES
-            .iter()
-            .map(|c| c.iter().map(|m| m.to_string()).collect())
-            .collect();
-        let unknown: Vec<_> = cycles
-            .iter()
-            .filter(|c| !known_cycles.iter().any(|k| c.is_subset(k)))
-            .collect();
-        assert!(
-            unknown.is_empty(),
-            "modules that import each other in a circle: {unknown:?}"
-        );
-        for k in &known_cycles {
-            assert!(
-                cycles.iter().any(|c| c == k),
-                "a known circle shrank or is gone: update KNOWN_CYCLES ({k:?}; now {cycles:?})"
-            );
-        }
-    }
-
-    /// The strongly connected groups of more than one module.
-    fn cycles(edges: &BTreeSet<(String, String)>) -> Vec<BTreeSet<String>> {
-        let nodes: BTreeSet<&String> = edges.iter().flat_map(|(a, b)| [a, b]).collect();
-        let reach = |from: &String| {
-            let mut seen = BTreeSet::new();
-            let mut stack = vec![from.clone()];
-            while let Some(n) = stack.pop() {
-                for (a, b) in edges {
-                    if *a == n && seen.insert(b.clone()) {
-                        stack.push(b.clone());
-                    }
-                }
-            }
-            seen
-        };
-        let reaches: Vec<(String, BTreeSet<String>)> =
-            nodes.iter().map(|n| ((*n).clone(), reach(n))).collect();
-        let mut out: Vec<BTreeSet<String>> = Vec::new();
-        for (n, r) in &reaches {
-            let group: BTreeSet<String> = reaches
-                .iter()
-                .filter(|(m, rm)| m == n || (r.contains(m) && rm.contains(n)))
-                .map(|(m, _)| m.clone())
-                .collect();
-            if group.len() > 1 && !out.contains(&group) {
-                out.push(group);
-            }
-        }
-        out
     }
 
     #[test]
     fn the_parser_sees_grouped_and_inline_paths() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let l = layers(&src);
         let code = code_of(
             "use crate::{run::RunResult, tier};\n// crate::sandbox in a comment\nlet x = crate::worker::pool::Pool::start();",
         );
-        let ts: Vec<_> = paths(&code).iter().filter_map(|p| target(p)).collect();
+        let ts: Vec<_> = paths(&code).iter().filter_map(|p| l.target(p)).collect();
         assert_eq!(ts, ["run", "tier", "worker/pool"]);
     }
 }

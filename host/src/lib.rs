@@ -36,6 +36,8 @@ pub mod guest;
 mod http_gate;
 #[cfg(test)]
 mod layers;
+#[cfg(test)]
+mod layers_check;
 pub mod limiter;
 pub mod live_session;
 pub mod logging;
@@ -48,6 +50,7 @@ pub mod paths;
 pub mod preinit;
 pub mod provider;
 pub mod reaper;
+pub mod redact;
 pub mod run;
 pub mod runtime;
 pub mod sandbox;

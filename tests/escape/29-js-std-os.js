@@ -1,7 +1,9 @@
-// attack: load QuickJS's std and os modules (files, processes, environment)
-// why: the component is built without them; the module loader knows no 'std' or 'os'
+// attack: load QuickJS's std and os modules (files, processes, environment), or Node's child_process and net
+// why: the component is built without QuickJS's modules; the loader knows no 'std', 'qjs:' or process/network built-ins, and Node's 'os' and 'fs' describe only the sandbox
 // expect: ok
-// must-contain: blocked
-let out = [typeof std, typeof os, typeof scriptArgs];
-try { await import('os'); out.push('LEAK'); } catch (e) { out.push('blocked'); }
+// must-contain: blocked blocked blocked blocked
+let out = [typeof std, typeof scriptArgs];
+for (const m of ['std', 'qjs:os', 'child_process', 'net']) {
+    try { await import(m); out.push('LEAK ' + m); } catch (e) { out.push('blocked'); }
+}
 out.join(' ')

@@ -80,6 +80,7 @@ pub fn try_sandbox_in(
             },
             cache_dir: Some(shared_cache_dir()),
             workspace_dir: dir.join("work"),
+            ..RuntimeConfig::default()
         },
         interpreters: interpreters(),
         ..SandboxConfig::default()

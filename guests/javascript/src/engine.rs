@@ -1,5 +1,10 @@
 //! The QuickJS runtime behind `eval`: its limits, how a cell is evaluated
 //! and how its outcome is rendered.
+//!
+//! A cell is a global script. A program (`node FILE`, `node -e`, ...) is
+//! started by a cell that calls `__plimsoll_main` (`node/main.js`,
+//! `program.rs`); both share the engine created here, with its module
+//! loader (`modules.rs`) and event loop (`event_loop.rs`).
 
 use std::cell::RefCell;
 use std::io::Write as _;
@@ -8,7 +13,9 @@ use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Error, Function, Object, Persistent, Promise, Runtime, Value, qjs};
 
-use crate::natives;
+use crate::compile::eval_stripped;
+use crate::event_loop::{self, Fired};
+use crate::{modules, natives};
 
 /// QuickJS's heap limit. Below the host's default 256 MiB linear-memory
 /// envelope, so that a runaway allocation normally ends in a catchable
@@ -30,9 +37,41 @@ const MEMORY_LIMIT: usize = 192 << 20;
 /// them (about 470 plain JS frames). Scale it with the host's stack.
 const MAX_STACK_SIZE: usize = 128 << 10;
 
-/// The prelude: builds `console` and `plimsoll` and returns the helpers
-/// `render` and `describe`.
-const PRELUDE: &str = include_str!("prelude.js");
+/// A JavaScript file of `src/`, as `build.rs` squeezed it.
+macro_rules! embedded {
+    ($name:literal) => {
+        include_str!(concat!(env!("OUT_DIR"), "/", $name))
+    };
+}
+
+/// The prelude: builds `console`, `plimsoll` and `fetch` and returns the
+/// helpers `render` and `describe` (and `lib`, its internals for
+/// `node/*.js`).
+const PRELUDE: &str = embedded!("prelude.js");
+
+/// The Node.js layer, evaluated after the prelude in this order: each file
+/// is a function of `(native, lib)` that adds what it defines to `lib`
+/// (and to the globals); `node/main.js` returns the hooks the loader and
+/// the program runner call.
+const NODE_PARTS: [(&str, &str); 9] = [
+    ("<prelude/events>", embedded!("node/events.js")),
+    ("<prelude/path>", embedded!("node/path.js")),
+    ("<prelude/url>", embedded!("node/url.js")),
+    ("<prelude/buffer>", embedded!("node/buffer.js")),
+    ("<prelude/timers>", embedded!("node/timers.js")),
+    ("<prelude/process>", embedded!("node/process.js")),
+    ("<prelude/fs>", embedded!("node/fs.js")),
+    ("<prelude/modules>", embedded!("node/modules.js")),
+    ("<prelude/main>", embedded!("node/main.js")),
+];
+
+/// Parts of the Node.js layer evaluated only when first needed, through
+/// the native `part(name)`: the smaller built-in modules (`util`,
+/// `assert`, `os`, `readline`, ...).
+const LAZY_PARTS: [(&str, &str); 1] = [("<prelude/extras>", embedded!("node/extras.js"))];
+
+/// How the host's call to run a program starts (`node/main.js`).
+const PROGRAM_CALL: &str = "globalThis.__plimsoll_main(";
 
 thread_local! {
     /// The instance's one engine, created by the first `eval`.
@@ -98,15 +137,23 @@ impl Engine {
         runtime.set_memory_limit(MEMORY_LIMIT);
         runtime.set_max_stack_size(MAX_STACK_SIZE);
         runtime.set_host_promise_rejection_tracker(Some(Box::new(track_rejection)));
+        // After `process.exit`, whatever code still runs is interrupted.
+        runtime.set_interrupt_handler(Some(Box::new(event_loop::exiting)));
+        runtime.set_loader(modules::NodeResolver, modules::NodeLoader);
         let context = Context::full(&runtime)
             .map_err(|e| format!("could not create the JavaScript context: {e}"))?;
         let helpers = context.with(|ctx| {
             let setup = || -> rquickjs::Result<Persistent<Object<'static>>> {
-                let mut options = EvalOptions::default();
-                options.strict = true;
-                options.filename = Some("<prelude>".to_owned());
-                let prelude: Function = ctx.eval_with_options(PRELUDE, options)?;
-                let helpers: Object = prelude.call((natives::object(&ctx)?,))?;
+                let natives = natives::object(&ctx)?;
+                natives.set("part", Function::new(ctx.clone(), lazy_part)?)?;
+                let prelude: Function = eval_stripped(&ctx, PRELUDE, "<prelude>")?.get()?;
+                let helpers: Object = prelude.call((natives.clone(),))?;
+                let lib: Object = helpers.get("lib")?;
+                for (name, source) in NODE_PARTS {
+                    let part: Function = eval_stripped(&ctx, source, name)?.get()?;
+                    part.call::<_, ()>((natives.clone(), lib.clone()))?;
+                }
+                modules::install(&ctx, lib.get("hooks")?)?;
                 Ok(Persistent::save(&ctx, helpers))
             };
             setup().map_err(|e| match e {
@@ -130,10 +177,17 @@ impl Engine {
         // (`plimsoll preinit`, which calls `eval("")` and snapshots the
         // instance); it does not count, so the first cell a run sees is
         // still `cell-1`.
-        if !code.is_empty() {
-            self.cells += 1;
-        }
-        let name = format!("cell-{}", self.cells);
+        // Nor is the host's call that runs a program (`node/main.js`); its
+        // frame is hidden from the program's stack traces like the
+        // prelude's.
+        let name = if code.starts_with(PROGRAM_CALL) {
+            "<prelude/run>".to_owned()
+        } else {
+            if !code.is_empty() {
+                self.cells += 1;
+            }
+            format!("cell-{}", self.cells)
+        };
         self.context.with(|ctx| {
             // QuickJS measures its stack limit from the top recorded here.
             // SAFETY: the runtime pointer comes from a live context.
@@ -147,7 +201,20 @@ impl Engine {
 
             // Promises whose rejection `run_cell` reports itself.
             let mut reported = Vec::new();
-            let outcome = run_cell(&ctx, code, name, &mut reported).and_then(|value| {
+            let outcome = run_cell(&ctx, code, name, &mut reported);
+            // `process.exit` in a cell ends the cell (what is left of it
+            // runs with every effect refused); the session goes on.
+            if let Some(exit) = event_loop::wind_down(&ctx) {
+                drop(take_unhandled(&ctx));
+                return Err(format!(
+                    "process.exit({exit}) was called: the cell ended there"
+                ));
+            }
+            // A failed cell leaves no timer to fire in a later one.
+            if outcome.is_err() {
+                event_loop::clear_timers();
+            }
+            let outcome = outcome.and_then(|value| {
                 call_helper(&ctx, &helpers, "render", value).map_err(Failure::Message)
             });
 
@@ -205,7 +272,7 @@ fn run_cell<'js>(
     let evaluated: Value = ctx
         .eval_with_options(code, options)
         .map_err(|e| caught(ctx, e))?;
-    drain_jobs(ctx);
+    run_loop(ctx)?;
 
     let Some(cell) = evaluated.into_promise() else {
         return Err(Failure::Message(
@@ -237,9 +304,31 @@ fn run_cell<'js>(
     Ok(completion)
 }
 
-/// Runs queued promise jobs until none is left.
-fn drain_jobs(ctx: &Ctx<'_>) {
-    while ctx.execute_pending_job() {}
+/// `part(name)`: the function of a lazy part of the Node.js layer.
+fn lazy_part<'js>(ctx: Ctx<'js>, name: String) -> rquickjs::Result<Value<'js>> {
+    match LAZY_PARTS.iter().find(|(n, _)| *n == name) {
+        Some((n, source)) => eval_stripped(&ctx, source, n),
+        None => Err(rquickjs::Exception::throw_internal(
+            &ctx,
+            "no such part of the prelude",
+        )),
+    }
+}
+
+/// Runs promise jobs and timers until none is left (or `process.exit` is
+/// called). A timer callback that throws fails the cell.
+fn run_loop<'js>(ctx: &Ctx<'js>) -> Result<(), Failure<'js>> {
+    loop {
+        event_loop::drain_jobs(ctx);
+        if event_loop::exiting() {
+            return Ok(());
+        }
+        match event_loop::fire_next(ctx) {
+            Fired::Idle => return Ok(()),
+            Fired::Ran => {}
+            Fired::Threw(value) => return Err(Failure::Thrown(value)),
+        }
+    }
 }
 
 /// The value of a promise after the job queue has been drained.
@@ -254,8 +343,8 @@ fn settled<'js>(
             Some(Err(e)) => Err(caught(ctx, e)),
             None => Err(Failure::Message(pending.to_owned())),
         },
-        // Nothing is left to run that could settle it: nothing in this
-        // sandbox completes later (no timers, no I/O callbacks).
+        // Nothing is left to run that could settle it: no job, no timer
+        // (and there are no I/O callbacks).
         PromiseState::Pending => Err(Failure::Message(pending.to_owned())),
     }
 }
@@ -305,7 +394,7 @@ fn describe_failure<'js>(
 }
 
 /// A description that runs no JavaScript.
-fn fallback_description(value: &Value<'_>) -> String {
+pub(crate) fn fallback_description(value: &Value<'_>) -> String {
     if let Some(text) = value.as_string().and_then(|s| s.to_string().ok()) {
         return text;
     }
@@ -352,7 +441,7 @@ fn track_rejection<'js>(ctx: Ctx<'js>, promise: Value<'js>, reason: Value<'js>, 
 }
 
 /// Takes the rejections still unhandled once the job queue is drained.
-fn take_unhandled<'js>(ctx: &Ctx<'js>) -> Vec<(Value<'js>, Value<'js>)> {
+pub(crate) fn take_unhandled<'js>(ctx: &Ctx<'js>) -> Vec<(Value<'js>, Value<'js>)> {
     let taken = UNHANDLED.with(|u| std::mem::take(&mut *u.borrow_mut()));
     taken
         .into_iter()
@@ -361,168 +450,6 @@ fn take_unhandled<'js>(ctx: &Ctx<'js>) -> Vec<(Value<'js>, Value<'js>)> {
 }
 
 // Native tests of the engine (`cargo test` on the build machine's own
-// target; see README). The broker import only exists inside a component, so
-// nothing here reaches `plimsoll`'s native call. Each test runs on its own
-// thread and so gets its own engine.
+// target; see README): `engine/tests.rs`.
 #[cfg(test)]
-mod tests {
-    use super::eval;
-
-    fn ok(code: &str) -> String {
-        match eval(code) {
-            Ok(text) => text,
-            Err(e) => panic!("{code:?} failed: {e}"),
-        }
-    }
-
-    fn err(code: &str) -> String {
-        match eval(code) {
-            Ok(text) => panic!("{code:?} succeeded with {text:?}"),
-            Err(e) => e,
-        }
-    }
-
-    #[test]
-    fn completion_values_render_as_json() {
-        assert_eq!(ok("1+1"), "2");
-        assert_eq!(ok("'a' + 'b'"), "\"ab\"");
-        assert_eq!(ok("({a: [1, 2], b: null})"), "{\"a\":[1,2],\"b\":null}");
-        assert_eq!(ok("undefined"), "");
-        assert_eq!(ok("let unused = 1"), "");
-        assert_eq!(ok("10n"), "10");
-        assert_eq!(ok("const c = {}; c.c = c; c"), "[object Object]");
-        assert_eq!(ok("Symbol('s')"), "Symbol(s)");
-        assert_eq!(ok("'\\ud800'"), "\"\\ud800\"");
-    }
-
-    #[test]
-    fn globals_persist_between_cells() {
-        ok("let x = 40; var y = 1; function f() { return x + y + 1 }");
-        assert_eq!(ok("x + 2"), "42");
-        assert_eq!(ok("f()"), "42");
-        assert_eq!(ok("globalThis.y"), "1");
-    }
-
-    #[test]
-    fn errors_carry_the_stack_and_leave_the_engine_usable() {
-        let e = err("function boom() { throw new Error('boom') }\nboom()");
-        assert!(e.starts_with("Uncaught Error: boom\n"), "{e}");
-        assert!(e.contains("at boom (cell-1:1:"), "{e}");
-        assert_eq!(ok("1"), "1");
-        let e = err("let = ;");
-        assert!(e.starts_with("Uncaught SyntaxError:"), "{e}");
-        assert_eq!(err("throw 42"), "Uncaught 42");
-        assert_eq!(err("throw {a: 1}"), "Uncaught {\"a\":1}");
-        assert_eq!(
-            err("1 +\0 1"),
-            "Uncaught SyntaxError: the cell contains a NUL character (at byte 3)"
-        );
-        assert_eq!(ok("2"), "2");
-    }
-
-    #[test]
-    fn top_level_await_and_promise_values_settle() {
-        assert_eq!(ok("await Promise.resolve(5)"), "5");
-        assert_eq!(ok("const v = await new Promise(r => r(6)); v * 2"), "12");
-        assert_eq!(ok("Promise.resolve(7)"), "7");
-        assert_eq!(ok("(async () => { await null; return 8 })()"), "8");
-        let e = err("Promise.reject(new Error('nope'))");
-        assert!(e.starts_with("Uncaught Error: nope"), "{e}");
-        let e = err("await Promise.reject(new TypeError('tt'))");
-        assert!(e.starts_with("Uncaught TypeError: tt"), "{e}");
-        let e = err("await new Promise(() => {})");
-        assert!(e.contains("never settled"), "{e}");
-        assert_eq!(ok("3"), "3");
-    }
-
-    #[test]
-    fn unhandled_rejections_fail_the_cell() {
-        let e = err("Promise.reject(new Error('lost')); 1");
-        assert!(e.starts_with("Uncaught (in promise) Error: lost"), "{e}");
-        // A handler attached later in the same cell counts as handling it.
-        assert_eq!(
-            ok("const p = Promise.reject(new Error('late')); p.catch(() => {}); 2"),
-            "2"
-        );
-        let e = err("async function f() { throw new RangeError('r') } f(); 'x'");
-        assert!(e.starts_with("Uncaught (in promise) RangeError: r"), "{e}");
-        // Rejections of an earlier cell are not reported again.
-        assert_eq!(ok("4"), "4");
-    }
-
-    #[test]
-    fn deep_recursion_is_a_catchable_range_error() {
-        let e = err("function f(n) { return f(n + 1) } f(0)");
-        assert!(
-            e.starts_with("Uncaught RangeError: Maximum call stack size exceeded"),
-            "{e}"
-        );
-        assert_eq!(
-            ok("function g(n) { return g(n + 1) } try { g(0) } catch (e) { e.name }"),
-            "\"RangeError\""
-        );
-    }
-
-    #[test]
-    fn no_modules_or_host_objects() {
-        let e = err("await import('os')");
-        assert!(e.contains("could not load module 'os'"), "{e}");
-        let e = err("require('fs')");
-        assert!(e.contains("require is not defined"), "{e}");
-        let e = err("import * as os from 'os'");
-        assert!(e.starts_with("Uncaught SyntaxError"), "{e}");
-        assert_eq!(
-            ok("[typeof std, typeof os, typeof scriptArgs, typeof print]"),
-            "[\"undefined\",\"undefined\",\"undefined\",\"undefined\"]"
-        );
-    }
-
-    #[test]
-    fn fs_reads_and_writes_the_files_it_is_given() {
-        let dir = std::env::temp_dir().join(format!("plimsoll-js-fs-{}", std::process::id()));
-        let d = dir.display();
-        assert_eq!(
-            ok(&format!(
-                "fs.mkdirSync('{d}/a', {{recursive: true}}); fs.writeFileSync('{d}/a/x.txt', 'h\\u00e9'); \
-                 fs.appendFileSync('{d}/a/x.txt', '!'); \
-                 [fs.readFileSync('{d}/a/x.txt', 'utf8'), fs.readFileSync('{d}/a/x.txt').length, \
-                  fs.readdirSync('{d}/a'), fs.existsSync('{d}/a/y')]"
-            )),
-            "[\"h\u{e9}!\",4,[\"x.txt\"],false]"
-        );
-        let e = err(&format!("fs.readFileSync('{d}/missing', 'utf8')"));
-        assert!(e.contains("ENOENT: open"), "{e}");
-        assert!(!e.contains("<prelude>"), "prelude frames leak: {e}");
-        let e = err("fs.readFileSync(1)");
-        assert!(e.contains("the path must be a string"), "{e}");
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn plimsoll_validates_before_calling_the_broker() {
-        let e = err("await plimsoll.get(1, '/x')");
-        assert!(
-            e.starts_with("Uncaught TypeError: api must be a string"),
-            "{e}"
-        );
-        assert!(!e.contains("<prelude>"), "prelude frames leak: {e}");
-        let e = err("await plimsoll.call('a', 'GET', '/x', undefined, [['only-a-name']])");
-        assert!(e.contains("[name, value] pair"), "{e}");
-        assert_eq!(
-            ok(
-                "[typeof plimsoll.get, typeof plimsoll.del, plimsoll.Denied.name, new plimsoll.Timeout() instanceof plimsoll.BrokerError]"
-            ),
-            "[\"function\",\"function\",\"Denied\",true]"
-        );
-    }
-
-    #[test]
-    fn cells_cannot_break_the_helpers() {
-        ok("JSON.stringify = () => 'hijacked'; String = null; Array.prototype.join = null");
-        assert_eq!(ok("({a: 1})"), "{\"a\":1}");
-        assert!(
-            err("throw new Error('still described')")
-                .starts_with("Uncaught Error: still described")
-        );
-    }
-}
+mod tests;

@@ -7,12 +7,24 @@
 //! instance, so a session's globals persist from one `eval` to the next.
 //!
 //! - [`engine`]: the runtime, its limits, evaluation and rendering.
-//! - [`natives`]: the Rust functions the prelude builds `console` and
-//!   `plimsoll` on (stdio and the broker import).
-//! - `prelude.js`: the JavaScript half of `console` and `plimsoll`.
+//! - [`compile`]: evaluating the prelude without keeping its source.
+//! - [`natives`]: the Rust functions the prelude builds `console`,
+//!   `plimsoll` and `fetch` on (stdio and the broker import).
+//! - [`fs`]: the file natives behind `fs` and the module loader.
+//! - [`event_loop`]: promise jobs, timers and `process.exit`.
+//! - [`modules`]: the ES module loader's glue to QuickJS.
+//! - [`program`]: running a program to its end (`__plimsoll_main`).
+//! - `prelude.js`: the JavaScript half of `console`, `plimsoll` and
+//!   `fetch`; `node/*.js`: Node's globals and built-in modules (`process`,
+//!   `require`, `fs`, `path`, timers, ...) and the module resolution.
 
+mod compile;
 mod engine;
+mod event_loop;
+mod fs;
+mod modules;
 mod natives;
+mod program;
 
 mod bindings {
     // Only the broker import and the eval export are used from these

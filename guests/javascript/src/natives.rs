@@ -1,4 +1,5 @@
-//! The native functions under `console`, `plimsoll`, `fetch` and `fs`.
+//! The native functions under `console`, `plimsoll` and `fetch`, and the
+//! object that hands every native to the prelude.
 //!
 //! `prelude.js` validates and normalises every argument before it calls
 //! these (strings are well-formed, headers are `[name, value]` pairs, bodies
@@ -6,156 +7,33 @@
 //! misuse by the prelude itself; when they do, they throw a JS `TypeError`
 //! instead of trapping.
 
+#[cfg(not(test))]
 use std::io::Write as _;
 
 use rquickjs::{Array, Ctx, Exception, Function, Object, Result, TypedArray, Value};
 
 use crate::bindings::plimsoll::sandbox::broker;
+use crate::event_loop::refuse_if_exiting;
 
-/// The object handed to the prelude: `{ write, call, callOrigin, random }`
-/// and the file functions behind `fs`.
+/// The object handed to the prelude and to `node/*.js`: `{ write,
+/// writeRaw, call, callOrigin, random, encodeUtf8, decodeUtf8 }`, the file
+/// natives ([`crate::fs`]), the event loop's ([`crate::event_loop`]), the
+/// module loader's ([`crate::modules`]) and the program's
+/// ([`crate::program`]).
 pub fn object<'js>(ctx: &Ctx<'js>) -> Result<Object<'js>> {
     let natives = Object::new(ctx.clone())?;
     natives.set("write", Function::new(ctx.clone(), write)?)?;
+    natives.set("writeRaw", Function::new(ctx.clone(), write_raw)?)?;
     natives.set("call", Function::new(ctx.clone(), call)?)?;
     natives.set("callOrigin", Function::new(ctx.clone(), call_origin)?)?;
     natives.set("random", Function::new(ctx.clone(), random)?)?;
-    natives.set("fsRead", Function::new(ctx.clone(), fs_read)?)?;
-    natives.set("fsWrite", Function::new(ctx.clone(), fs_write)?)?;
-    natives.set("fsList", Function::new(ctx.clone(), fs_list)?)?;
-    natives.set("fsExists", Function::new(ctx.clone(), fs_exists)?)?;
-    natives.set("fsMkdir", Function::new(ctx.clone(), fs_mkdir)?)?;
-    natives.set("fsRemove", Function::new(ctx.clone(), fs_remove)?)?;
+    natives.set("encodeUtf8", Function::new(ctx.clone(), encode_utf8)?)?;
+    natives.set("decodeUtf8", Function::new(ctx.clone(), decode_utf8)?)?;
+    crate::fs::register(ctx, &natives)?;
+    crate::event_loop::register(ctx, &natives)?;
+    crate::modules::register(ctx, &natives)?;
+    crate::program::register(ctx, &natives)?;
     Ok(natives)
-}
-
-/// The largest file `fs.readFileSync` reads, bytes: past it the call
-/// throws instead of growing the heap until the instance's memory runs out.
-const MAX_READ: u64 = 256 << 20;
-
-/// A path as the guest means it: relative paths are in the workspace
-/// (`/work`), the interpreter's working directory. What the path reaches is
-/// only what the host preopened; nothing here widens it.
-fn work_path(path: &str) -> std::path::PathBuf {
-    if path.starts_with('/') {
-        std::path::PathBuf::from(path)
-    } else {
-        std::path::Path::new("/work").join(path)
-    }
-}
-
-/// Node's error code for an I/O error.
-fn io_code(e: &std::io::Error) -> &'static str {
-    use std::io::ErrorKind as K;
-    match e.kind() {
-        K::NotFound => "ENOENT",
-        K::PermissionDenied => "EACCES",
-        K::AlreadyExists => "EEXIST",
-        K::IsADirectory => "EISDIR",
-        K::NotADirectory => "ENOTDIR",
-        K::DirectoryNotEmpty => "ENOTEMPTY",
-        K::InvalidInput | K::InvalidData => "EINVAL",
-        K::StorageFull | K::QuotaExceeded => "ENOSPC",
-        K::FileTooLarge => "EFBIG",
-        _ => "EIO",
-    }
-}
-
-/// `{ value }` or `{ error: code }`, for the prelude to return or throw.
-fn outcome<'js, T: rquickjs::IntoJs<'js>>(
-    ctx: &Ctx<'js>,
-    r: std::io::Result<T>,
-) -> Result<Object<'js>> {
-    let out = Object::new(ctx.clone())?;
-    match r {
-        Ok(v) => out.set("value", v)?,
-        Err(e) => out.set("error", io_code(&e))?,
-    }
-    Ok(out)
-}
-
-/// `fsRead(path, text)`: the file's bytes, or its text when `text` (which
-/// must then be UTF-8).
-fn fs_read<'js>(ctx: Ctx<'js>, path: String, text: bool) -> Result<Object<'js>> {
-    use std::io::Read as _;
-    let mut bytes = Vec::new();
-    let read = std::fs::File::open(work_path(&path)).and_then(|f| {
-        f.take(MAX_READ + 1).read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > MAX_READ {
-            return Err(std::io::Error::from(std::io::ErrorKind::FileTooLarge));
-        }
-        Ok(())
-    });
-    if let Err(e) = read {
-        return outcome::<bool>(&ctx, Err(e));
-    }
-    if text {
-        let s = String::from_utf8(bytes)
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidData));
-        return outcome(&ctx, s);
-    }
-    let array = TypedArray::<u8>::new(ctx.clone(), bytes)?;
-    outcome(&ctx, Ok(array))
-}
-
-/// `fsWrite(path, data, append)`: writes (or appends) a string or bytes.
-fn fs_write<'js>(
-    ctx: Ctx<'js>,
-    path: String,
-    data: Value<'js>,
-    append: bool,
-) -> Result<Object<'js>> {
-    use std::io::Write as _;
-    let bytes = body_bytes(&ctx, data)?;
-    let r = std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .append(append)
-        .truncate(!append)
-        .open(work_path(&path))
-        .and_then(|mut f| f.write_all(&bytes))
-        .map(|()| true);
-    outcome(&ctx, r)
-}
-
-/// `fsList(path)`: the names in a directory, sorted.
-fn fs_list<'js>(ctx: Ctx<'js>, path: String) -> Result<Object<'js>> {
-    let r = std::fs::read_dir(work_path(&path)).and_then(|entries| {
-        let mut names = Vec::new();
-        for entry in entries {
-            names.push(entry?.file_name().to_string_lossy().into_owned());
-        }
-        names.sort();
-        Ok(names)
-    });
-    outcome(&ctx, r)
-}
-
-/// `fsExists(path)`.
-fn fs_exists(path: String) -> bool {
-    std::fs::metadata(work_path(&path)).is_ok()
-}
-
-/// `fsMkdir(path, recursive)`.
-fn fs_mkdir<'js>(ctx: Ctx<'js>, path: String, recursive: bool) -> Result<Object<'js>> {
-    let p = work_path(&path);
-    let r = if recursive {
-        std::fs::create_dir_all(p)
-    } else {
-        std::fs::create_dir(p)
-    };
-    outcome(&ctx, r.map(|()| true))
-}
-
-/// `fsRemove(path)`: a file, or an empty directory.
-fn fs_remove<'js>(ctx: Ctx<'js>, path: String) -> Result<Object<'js>> {
-    let p = work_path(&path);
-    let r = match std::fs::symlink_metadata(&p) {
-        Ok(md) if md.is_dir() => std::fs::remove_dir(p),
-        Ok(_) => std::fs::remove_file(p),
-        Err(e) => Err(e),
-    };
-    outcome(&ctx, r.map(|()| true))
 }
 
 thread_local! {
@@ -190,14 +68,68 @@ fn random() -> f64 {
 /// The line goes out in one `write_all` so that lines from stdout and stderr
 /// interleave whole. Write errors are ignored: the host caps output and a
 /// capped stream must not turn `console.log` into an exception.
-fn write(stream: i32, text: String) {
+fn write(ctx: Ctx<'_>, stream: i32, text: String) -> Result<()> {
+    refuse_if_exiting(&ctx)?;
     let mut line = text.into_bytes();
     line.push(b'\n');
+    emit(stream, &line);
+    Ok(())
+}
+
+/// `writeRaw(stream, data)`: a string or bytes as they are, no newline
+/// added (`process.stdout.write`).
+fn write_raw<'js>(ctx: Ctx<'js>, stream: i32, data: Value<'js>) -> Result<()> {
+    refuse_if_exiting(&ctx)?;
+    let bytes = body_bytes(&ctx, data)?;
+    emit(stream, &bytes);
+    Ok(())
+}
+
+/// Writes to stdout (1) or stderr (2). Native tests read it back with
+/// [`take_output`] instead.
+pub fn emit(stream: i32, bytes: &[u8]) {
+    #[cfg(test)]
+    OUTPUT.with(|o| {
+        let mut o = o.borrow_mut();
+        if stream == 2 { &mut o.1 } else { &mut o.0 }.extend_from_slice(bytes)
+    });
+    #[cfg(not(test))]
     if stream == 2 {
-        let _ = std::io::stderr().write_all(&line);
+        let _ = std::io::stderr().write_all(bytes);
     } else {
-        let _ = std::io::stdout().write_all(&line);
+        let _ = std::io::stdout().write_all(bytes);
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    static OUTPUT: std::cell::RefCell<(Vec<u8>, Vec<u8>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Native tests only: what this thread wrote to (stdout, stderr) since the
+/// last call.
+#[cfg(test)]
+pub fn take_output() -> (String, String) {
+    OUTPUT.with(|o| {
+        let (out, err) = std::mem::take(&mut *o.borrow_mut());
+        (
+            String::from_utf8_lossy(&out).into_owned(),
+            String::from_utf8_lossy(&err).into_owned(),
+        )
+    })
+}
+
+/// `encodeUtf8(text)`: the text's UTF-8 bytes (the caller makes it
+/// well-formed first).
+fn encode_utf8(ctx: Ctx<'_>, text: String) -> Result<TypedArray<'_, u8>> {
+    TypedArray::<u8>::new(ctx, text.into_bytes())
+}
+
+/// `decodeUtf8(bytes)`: the bytes as text, each invalid sequence replaced
+/// by U+FFFD.
+fn decode_utf8<'js>(ctx: Ctx<'js>, bytes: Value<'js>) -> Result<String> {
+    let bytes = body_bytes(&ctx, bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// `call(api, method, path, headers, body)`: one broker call under the
@@ -214,6 +146,7 @@ fn call<'js>(
     headers: Array<'js>,
     body: Value<'js>,
 ) -> Result<Object<'js>> {
+    refuse_if_exiting(&ctx)?;
     let request = broker_request(&ctx, method, path, &headers, body)?;
     call_result(&ctx, broker::call(&api, &request))
 }
@@ -234,6 +167,7 @@ fn call_origin<'js>(
     body: Value<'js>,
     timeout_ms: Option<u32>,
 ) -> Result<Object<'js>> {
+    refuse_if_exiting(&ctx)?;
     let request = broker_request(&ctx, method, path, &headers, body)?;
     call_result(&ctx, broker::call_origin(&origin, &request, timeout_ms))
 }
@@ -308,7 +242,8 @@ fn header_pairs<'js>(ctx: &Ctx<'js>, headers: &Array<'js>) -> Result<Vec<(String
     Ok(pairs)
 }
 
-fn body_bytes<'js>(ctx: &Ctx<'js>, body: Value<'js>) -> Result<Vec<u8>> {
+/// The bytes of a string (UTF-8) or a `Uint8Array`.
+pub fn body_bytes<'js>(ctx: &Ctx<'js>, body: Value<'js>) -> Result<Vec<u8>> {
     if let Some(text) = body.as_string() {
         return Ok(text.to_string()?.into_bytes());
     }

@@ -1,7 +1,8 @@
 // The JavaScript half of the guest: `console`, the `plimsoll` global,
 // `fetch` and its companions (`Headers`, `Request`, `Response`,
-// `AbortController`, `AbortSignal`), `fs`, and the helpers that render values
-// for `eval`.
+// `AbortController`, `AbortSignal`), and the helpers that render values
+// for `eval`. Node's globals and modules (`process`, `require`, `fs`, ...)
+// are built on top of it by `node/*.js`, which get the internals in `lib`.
 //
 // This file is evaluated once, when the first `eval` creates the context. It
 // is a single function expression; Rust calls it with an object of native
@@ -189,12 +190,16 @@
     // error thrown by `plimsoll` points at the cell that made the call.
     function hidePreludeFrames(e) {
         try {
-            if (typeof e.stack === "string") e.stack = call(stringReplace, e.stack, /^.*\(<prelude>:.*\n?/gm, "");
+            if (typeof e.stack === "string") e.stack = call(stringReplace, e.stack, /^.*\(<prelude[^>]*>:.*\n?/gm, "");
         } catch (_) {
             // A frozen or exotic error: leave its stack as it is.
         }
         return e;
     }
+
+    // How node/*.js show their own objects (a Buffer): a function that
+    // returns the text, or undefined for any other value.
+    let extraDisplay = null;
 
     // One console argument.
     function show(v, outer = []) {
@@ -206,6 +211,10 @@
         if (v instanceof ErrorBase) return describeError(v);
         const fetchObject = fetchDisplay(v);
         if (fetchObject !== undefined) return fetchObject;
+        if (extraDisplay !== null) {
+            const shown = extraDisplay(v);
+            if (shown !== undefined) return shown;
+        }
         if (v instanceof MapCtor) {
             const inner = [...outer, v];
             let out = "Map(" + v.size + ") {";
@@ -1752,70 +1761,6 @@
         defineProperty(globalThis, fetchNames[i][0], { value: fetchNames[i][1], writable: true, configurable: true, enumerable: false });
     }
 
-    // ---- fs: the workspace, as Node's synchronous calls ---------------------
-
-    function fsPath(path) {
-        if (typeof path !== "string") throw new TypeError("the path must be a string");
-        return wellFormed(path);
-    }
-
-    function fsData(data) {
-        if (typeof data === "string") return wellFormed(data);
-        if (data instanceof Uint8ArrayCtor) return data;
-        if (data instanceof ArrayBufferCtor) return new Uint8ArrayCtor(data);
-        if (isView(data)) return new Uint8ArrayCtor(data.buffer, data.byteOffset, data.byteLength);
-        return wellFormed(safeString(data));
-    }
-
-    function fsResult(raw, syscall, path) {
-        if (raw.error !== undefined) {
-            const e = new ErrorBase(raw.error + ": " + syscall + " '" + path + "'");
-            e.code = raw.error;
-            e.syscall = syscall;
-            e.path = path;
-            throw hidePreludeFrames(e);
-        }
-        return raw.value;
-    }
-
-    function encodingOf(options) {
-        const enc = typeof options === "string" ? options : (options && options.encoding);
-        if (enc === undefined || enc === null) return false;
-        if (enc === "utf8" || enc === "utf-8") return true;
-        throw new TypeError("only the utf8 encoding is supported");
-    }
-
-    const fs = {
-        readFileSync(path, options) {
-            path = fsPath(path);
-            return fsResult(native.fsRead(path, encodingOf(options)), "open", path);
-        },
-        writeFileSync(path, data) {
-            path = fsPath(path);
-            fsResult(native.fsWrite(path, fsData(data), false), "open", path);
-        },
-        appendFileSync(path, data) {
-            path = fsPath(path);
-            fsResult(native.fsWrite(path, fsData(data), true), "open", path);
-        },
-        existsSync(path) {
-            return typeof path === "string" && native.fsExists(wellFormed(path));
-        },
-        readdirSync(path) {
-            path = fsPath(path === undefined ? "." : path);
-            return fsResult(native.fsList(path), "scandir", path);
-        },
-        mkdirSync(path, options) {
-            path = fsPath(path);
-            fsResult(native.fsMkdir(path, !!(options && options.recursive)), "mkdir", path);
-        },
-        unlinkSync(path) {
-            path = fsPath(path);
-            fsResult(native.fsRemove(path), "unlink", path);
-        },
-    };
-    defineProperty(globalThis, "fs", { value: freeze(fs), writable: true, configurable: true, enumerable: false });
-
     // ---- helpers for Rust ------------------------------------------------------
 
     return {
@@ -1835,6 +1780,12 @@
         describe(value) {
             if (value instanceof ErrorBase) return wellFormed(describeError(value));
             return wellFormed(show(value));
+        },
+        // For node/*.js, which add to it.
+        lib: {
+            call, wellFormed, safeString, show, line, describeError, hidePreludeFrames,
+            typeError, console: consoleObject, utf8Encode, utf8Decode,
+            setDisplay(f) { extraDisplay = f; },
         },
     };
 })

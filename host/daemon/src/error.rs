@@ -128,60 +128,10 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiE
                 "{kind} at line {} column {}: {}",
                 e.line(),
                 e.column(),
-                redact(&e.to_string())
+                plimsoll::redact::serde_message(&e.to_string())
             ),
         )
     })
-}
-
-/// Removes values a serde message quotes from the input: `"…"` strings are
-/// dropped entirely, the unknown name in "unknown field/variant" is dropped,
-/// and other `` `…` `` names (the schema's) are kept when they look like a
-/// field or variant name. The trailing " at line … column …" is dropped (the
-/// caller adds its own).
-fn redact(msg: &str) -> String {
-    let msg = msg.split(" at line ").next().unwrap_or(msg);
-    // In "unknown field `x`, expected one of …" the first name is the
-    // body's; the rest are the schema's.
-    let mut hide_next_name = msg.starts_with("unknown field") || msg.starts_with("unknown variant");
-    let mut out = String::with_capacity(msg.len());
-    let mut chars = msg.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => {
-                for d in chars.by_ref() {
-                    if d == '"' {
-                        break;
-                    }
-                }
-                out.push_str("\"…\"");
-            }
-            '`' => {
-                let mut name = String::new();
-                for d in chars.by_ref() {
-                    if d == '`' {
-                        break;
-                    }
-                    name.push(d);
-                }
-                let plain = !std::mem::take(&mut hide_next_name)
-                    && !name.is_empty()
-                    && name.len() <= 40
-                    && name
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-                out.push('`');
-                out.push_str(if plain { &name } else { "…" });
-                out.push('`');
-            }
-            c => out.push(c),
-        }
-        if out.len() > 512 {
-            out.push('…');
-            break;
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -1,14 +1,15 @@
 //! `plimsolld`: the plimsoll daemon. Configuration is the environment
 //! (docs/operations.md); `plimsolld --openapi` prints the API document.
 
-use plimsolld::api::{self, App};
 use plimsolld::audit::{AuditLog, AuditRecord, now_rfc3339};
 use plimsolld::callers::Callers;
 use plimsolld::config::DaemonConfig;
 use plimsolld::hardened;
 use plimsolld::metrics::Metrics;
 use plimsolld::quota::Quotas;
+use plimsolld::routes;
 use plimsolld::server::{self, ConnLimits};
+use plimsolld::service::App;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -54,6 +55,7 @@ fn main() -> ExitCode {
     // The MCP SDK's events are dropped whatever PLIMSOLL_LOG says: it logs
     // session ids, which are capabilities.
     plimsoll::logging::init("info");
+    plimsoll::reaper::map_large_buffers();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -126,7 +128,17 @@ async fn run() -> ExitCode {
         return refuse(&problems);
     }
 
-    let sandbox = match plimsoll::Sandbox::new(cfg.sandbox.clone()) {
+    // Guests compile in the background and runs wait for them, so that
+    // the daemon listens at once. With pinned guests (and so in hardened
+    // mode) every guest's identity is checked before the daemon listens:
+    // it loads them first (from the component cache: seconds).
+    let verify_first = cfg.hardened || !cfg.guest_pins.is_empty();
+    let started = if verify_first {
+        plimsoll::Sandbox::new(cfg.sandbox.clone())
+    } else {
+        plimsoll::Sandbox::start(cfg.sandbox.clone())
+    };
+    let sandbox = match started {
         Ok(s) => Arc::new(s),
         Err(e) => return refuse(&[e.to_string()]),
     };
@@ -242,7 +254,7 @@ async fn run() -> ExitCode {
             )]);
         }
     };
-    let share = plimsolld::api::body_share_kib(
+    let share = plimsolld::service::body_share_kib(
         cfg.max_body_in_flight,
         cfg.max_body_bytes,
         callers.iter().count(),
@@ -268,7 +280,7 @@ async fn run() -> ExitCode {
         body_shares,
         body_timeout: cfg.body_timeout,
         max_sessions_per_owner: cfg.max_sessions_per_owner,
-        connect_sessions: Default::default(),
+        chains: Default::default(),
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let limits = ConnLimits {
@@ -290,7 +302,7 @@ async fn run() -> ExitCode {
     let api_task = tokio::spawn(server::serve(
         api_listener,
         tls,
-        api::router(app.clone()),
+        routes::router(app.clone()),
         limits,
         authenticates,
         stop_rx.clone(),
@@ -301,7 +313,7 @@ async fn run() -> ExitCode {
         tokio::spawn(server::serve(
             l,
             None,
-            api::metrics_router(app.clone()),
+            routes::metrics_router(app.clone()),
             ConnLimits {
                 max_connections: 64,
                 header_timeout: cfg.header_timeout,
@@ -312,17 +324,29 @@ async fn run() -> ExitCode {
             Duration::from_secs(1),
         ))
     });
-    // Housekeeping: expire sessions, persist the daily ledger.
+    // Housekeeping: expire sessions, persist the daily ledger, and give
+    // freed memory back to the system when the daemon goes idle.
     let house = {
         let app = app.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
+            let mut last_open = 0usize;
+            let mut trimmed = true;
             loop {
                 tick.tick().await;
                 let open = app.sandbox.sweep_sessions();
                 app.metrics.set_sessions(open);
                 if let Err(e) = app.quotas.ledger.flush() {
                     tracing::error!("cannot persist the daily allowance ledger: {e}");
+                }
+                // Sessions closed, or the load is gone: trim once.
+                if open < last_open {
+                    trimmed = false;
+                }
+                last_open = open;
+                if !trimmed && app.quotas.inflight() == 0 {
+                    plimsoll::reaper::return_free_memory();
+                    trimmed = true;
                 }
             }
         })

@@ -13,8 +13,8 @@
 //! another caller's token on it is refused, and its sessions are that
 //! caller's.
 
-use crate::api::App;
 use crate::callers::{Caller, Scope};
+use crate::service::{App, SessionOpen, read_body};
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -49,7 +49,52 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// opened the session.
 #[derive(Default)]
 struct Owners {
-    map: Mutex<HashMap<String, (String, Instant)>>,
+    map: Mutex<OwnersMap>,
+}
+
+/// MCP sessions by id (owner, last use), and the `initialize` requests in
+/// flight per caller, which hold a place under the cap until their answer
+/// names the new session: a burst of them never passes the cap.
+#[derive(Default)]
+struct OwnersMap {
+    sessions: HashMap<String, (String, Instant)>,
+    opening: HashMap<String, usize>,
+}
+
+impl OwnersMap {
+    fn held_by(&self, caller: &str) -> usize {
+        self.sessions.values().filter(|(o, _)| o == caller).count()
+            + self.opening.get(caller).copied().unwrap_or(0)
+    }
+
+    fn opened(&mut self, caller: &str) {
+        if let Some(n) = self.opening.get_mut(caller) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.opening.remove(caller);
+            }
+        }
+    }
+}
+
+/// Gives back an `initialize`'s place if its request ends without an
+/// answer (a dropped connection).
+struct Opening {
+    owners: Arc<Owners>,
+    caller: String,
+    done: bool,
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        if !self.done {
+            self.owners
+                .map
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .opened(&self.caller);
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -114,12 +159,15 @@ async fn authenticate(State(front): State<Front>, req: Request, next: Next) -> R
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let mut opening = None;
     {
         let mut owners = front.owners.map.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
-        owners.retain(|_, (_, seen)| now.duration_since(*seen) < MCP_SESSION_IDLE);
+        owners
+            .sessions
+            .retain(|_, (_, seen)| now.duration_since(*seen) < MCP_SESSION_IDLE);
         match &session {
-            Some(id) => match owners.get_mut(id) {
+            Some(id) => match owners.sessions.get_mut(id) {
                 Some((owner, seen)) if *owner == caller.id => *seen = now,
                 // Another caller's session and an unknown one answer alike.
                 _ => {
@@ -131,8 +179,7 @@ async fn authenticate(State(front): State<Front>, req: Request, next: Next) -> R
                 }
             },
             None => {
-                let held = owners.values().filter(|(o, _)| *o == caller.id).count();
-                if held >= MCP_SESSIONS_PER_CALLER {
+                if owners.held_by(&caller.id) >= MCP_SESSIONS_PER_CALLER {
                     app.metrics.shed("session_limit");
                     return crate::error::ApiError::new(
                         "session_limit",
@@ -142,6 +189,12 @@ async fn authenticate(State(front): State<Front>, req: Request, next: Next) -> R
                     )
                     .into_response();
                 }
+                *owners.opening.entry(caller.id.clone()).or_insert(0) += 1;
+                opening = Some(Opening {
+                    owners: front.owners.clone(),
+                    caller: caller.id.clone(),
+                    done: false,
+                });
             }
         }
     }
@@ -150,7 +203,7 @@ async fn authenticate(State(front): State<Front>, req: Request, next: Next) -> R
     // until the answer is done.
     let deleting = req.method() == http::Method::DELETE;
     let (mut parts, body) = req.into_parts();
-    let (bytes, permit) = match crate::api::read_body(app, &caller, &parts.headers, body).await {
+    let (bytes, permit) = match read_body(app, &caller, &parts.headers, body).await {
         Ok(b) => b,
         Err(e) => return e.into_response(),
     };
@@ -162,20 +215,29 @@ async fn authenticate(State(front): State<Front>, req: Request, next: Next) -> R
     let mut owners = front.owners.map.lock().unwrap_or_else(|p| p.into_inner());
     match &session {
         Some(id) if deleting && resp.status().is_success() => {
-            owners.remove(id);
+            owners.sessions.remove(id);
         }
         Some(_) => {}
         None => {
-            // A new session: the SDK named it in the answer's header.
+            // A new session: the SDK named it in the answer's header. Its
+            // place moves from `opening` to the session, under one lock.
             if let Some(id) = resp
                 .headers()
                 .get(SESSION_HEADER)
                 .and_then(|v| v.to_str().ok())
             {
-                owners.insert(id.to_owned(), (caller.id.clone(), Instant::now()));
+                owners
+                    .sessions
+                    .insert(id.to_owned(), (caller.id.clone(), Instant::now()));
+            }
+            owners.opened(&caller.id);
+            if let Some(o) = opening.as_mut() {
+                o.done = true;
             }
         }
     }
+    drop(owners);
+    drop(opening);
     resp
 }
 
@@ -250,17 +312,9 @@ impl DaemonBackend {
     /// A run's admission, as for REST: the caller's grant profiles and
     /// envelope, a healthy audit log, a concurrency slot.
     fn admit(&self, req: &mut RunRequest) -> Result<crate::quota::RunPermit, Box<RunResult>> {
-        let no = |code: &str, message: String| Box::new(refused(&self.app, code, message));
         self.app
-            .bind_to_caller(&self.caller, req)
-            .map_err(|e| no(&e.code, e.message))?;
-        self.app.check_audit().map_err(|e| no(&e.code, e.message))?;
-        let permit = self.app.quotas.admit(&self.caller).map_err(|s| {
-            let e = self.app.shed(s);
-            no(&e.code, e.message)
-        })?;
-        self.app.metrics.set_inflight(self.app.quotas.inflight());
-        Ok(permit)
+            .admit_run(&self.caller, req)
+            .map_err(|e| Box::new(refused(&self.app, &e.code, e.message)))
     }
 
     async fn settle(
@@ -313,68 +367,25 @@ impl Backend for DaemonBackend {
             };
             let r = self.app.sandbox.run_as(&self.caller.id, &req).await;
             guard.req = None;
-            drop(permit);
-            self.app.metrics.set_inflight(self.app.quotas.inflight());
+            self.app.run_done(permit);
             self.settle("run", &req, r, started).await
         })
     }
 
-    fn open_session(&self, mut req: RunRequest) -> BoxFuture<'_, Result<SessionInfo, ErrorInfo>> {
+    fn open_session(&self, req: RunRequest) -> BoxFuture<'_, Result<SessionInfo, ErrorInfo>> {
         Box::pin(async move {
-            let err = |code: &str, message: String| ErrorInfo {
-                code: code.into(),
-                message,
+            let open = SessionOpen {
+                req,
+                protocol: Some("mcp"),
+                ..SessionOpen::default()
             };
             self.app
-                .bind_to_caller(&self.caller, &mut req)
-                .map_err(|e| err(&e.code, e.message))?;
-            self.app
-                .check_audit()
-                .map_err(|e| err(&e.code, e.message))?;
-            let Some(_lock) = self.app.quotas.session_lock(&self.caller).await else {
-                return Err(err("forbidden", "unknown caller".into()));
-            };
-            if self.app.sandbox.session_count(&self.caller.id) >= self.caller.max_sessions as usize
-            {
-                self.app.metrics.shed("session_limit");
-                return Err(err(
-                    "session_limit",
-                    format!(
-                        "this caller already has its maximum of {} open sessions",
-                        self.caller.max_sessions
-                    ),
-                ));
-            }
-            let started = Instant::now();
-            let iso = self.app.sandbox.isolation();
-            let opened = self.app.sandbox.open_session(&self.caller.id, &req).await;
-            self.app
-                .metrics
-                .set_sessions(self.app.sandbox.session_total());
-            let mut rec = self.app.base_record("session_open", &self.caller, &iso);
-            rec.protocol = Some("mcp");
-            rec.language = req.language.map(plimsoll::Language::as_str);
-            rec.handling_ms = started.elapsed().as_secs_f64() * 1e3;
-            match &opened {
-                Ok(info) => {
-                    rec.session_id = Some(crate::connect::record::fingerprint(&info.session_id));
-                    rec.guest = Some(info.guest.clone());
-                    rec.outcome = "ok".into();
-                }
-                Err(e) => {
-                    rec.outcome = "refused".into();
-                    rec.error_code = Some(e.code.clone());
-                }
-            }
-            if let Err(e) = self.app.audit.record(&rec).await {
-                if let Ok(info) = &opened {
-                    self.app
-                        .sandbox
-                        .close_session(&self.caller.id, &info.session_id);
-                }
-                return Err(err("audit_unavailable", e.to_string()));
-            }
-            opened
+                .open_session(&self.caller, open, Instant::now())
+                .await
+                .map_err(|e| ErrorInfo {
+                    code: e.code,
+                    message: e.message,
+                })
         })
     }
 
@@ -394,8 +405,7 @@ impl Backend for DaemonBackend {
                 .sandbox
                 .run_in_session(&self.caller.id, session_id, &req)
                 .await;
-            drop(permit);
-            self.app.metrics.set_inflight(self.app.quotas.inflight());
+            self.app.run_done(permit);
             self.app
                 .metrics
                 .set_sessions(self.app.sandbox.session_total());
@@ -409,17 +419,11 @@ impl Backend for DaemonBackend {
             .metrics
             .set_sessions(self.app.sandbox.session_total());
         if closed {
-            let mut rec =
-                self.app
-                    .base_record("session_close", &self.caller, &self.app.sandbox.isolation());
-            rec.protocol = Some("mcp");
-            rec.session_id = Some(crate::connect::record::fingerprint(session_id));
-            rec.outcome = "ok".into();
             let app = self.app.clone();
+            let caller = self.caller.clone();
+            let id = session_id.to_owned();
             if let Ok(h) = tokio::runtime::Handle::try_current() {
-                h.spawn(async move {
-                    let _ = app.audit.record(&rec).await;
-                });
+                h.spawn(async move { app.audit_close(&caller, &id, Some("mcp")).await });
             }
         }
         closed

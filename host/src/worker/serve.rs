@@ -181,6 +181,7 @@ pub fn main() -> std::process::ExitCode {
         },
         cache_dir: None,
         workspace_dir: work,
+        ..RuntimeConfig::default()
     }) {
         Ok(rt) => rt,
         Err(e) => return fail(&out, &format!("engine: {e}")),

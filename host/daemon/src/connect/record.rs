@@ -67,9 +67,7 @@ impl Encoder {
 }
 
 /// SHA-256 of a string, hex: a session's fingerprint.
-pub fn fingerprint(session_id: &str) -> String {
-    hex::encode(Sha256::digest(session_id.as_bytes()))
-}
+pub use crate::service::fingerprint;
 
 /// A software rule as a record states it: `exact:<identity>` for one
 /// identity, else `approved:sha256:` over the identities sorted bytewise

@@ -1,0 +1,149 @@
+//! Admission: who is calling, whether the daemon takes work now, and what
+//! the caller may ask for. Every wire admits a request through these, in
+//! the same order: authenticate (401), scope (403), draining (503), rate
+//! (429), the bounded body ([`super::body`]), grant profiles (403), limits
+//! within the caller's envelope (400), a healthy audit log (503), then the
+//! concurrency caps and the daily allowance (429/503).
+
+use super::App;
+use super::body::{BodyPermit, read_body};
+use crate::callers::{Caller, Scope, bearer};
+use crate::error::ApiError;
+use crate::quota::{RunPermit, Shed};
+use axum::body::Body;
+use bytes::Bytes;
+use http::{HeaderMap, header};
+use plimsoll::RunRequest;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+impl App {
+    pub fn authorize(
+        &self,
+        headers: &HeaderMap,
+        scope: Option<Scope>,
+    ) -> Result<Arc<Caller>, ApiError> {
+        let token = bearer(headers.get(header::AUTHORIZATION));
+        let Some(caller) = self.callers.authenticate(token) else {
+            let reason = if headers.contains_key(header::AUTHORIZATION) {
+                "invalid"
+            } else {
+                "missing"
+            };
+            self.metrics.auth_failure(reason);
+            return Err(ApiError::new(
+                "unauthorized",
+                "a valid `Authorization: Bearer <token>` header is required",
+            ));
+        };
+        if let Some(scope) = scope
+            && !caller.has(scope)
+        {
+            self.metrics.auth_failure("scope");
+            return Err(ApiError::new(
+                "forbidden",
+                format!("this caller lacks the `{}` scope", scope.as_str()),
+            ));
+        }
+        Ok(caller)
+    }
+
+    pub fn shed(&self, s: Shed) -> ApiError {
+        self.metrics.shed(s.code());
+        let msg = match s {
+            Shed::RateLimited { .. } => "this caller's rate limit is reached",
+            Shed::CallerConcurrency => "this caller already has its maximum of runs in flight",
+            Shed::HostConcurrency => {
+                "the host has its maximum of runs in flight; try again shortly"
+            }
+            Shed::CpuAllowance { .. } => "this caller's run seconds for today are spent",
+        };
+        let e = ApiError::new(s.code(), msg);
+        match s {
+            Shed::RateLimited { retry_after_secs } | Shed::CpuAllowance { retry_after_secs } => {
+                e.retry_after(retry_after_secs)
+            }
+            Shed::CallerConcurrency | Shed::HostConcurrency => e.retry_after(1),
+        }
+    }
+
+    pub fn check_open(&self) -> Result<(), ApiError> {
+        if self.draining.load(Ordering::Acquire) {
+            self.metrics.shed("draining");
+            return Err(ApiError::new(
+                "draining",
+                "the daemon is shutting down; send the request to another instance",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn check_audit(&self) -> Result<(), ApiError> {
+        if !self.audit.healthy() {
+            self.metrics.shed("audit_unavailable");
+            return Err(ApiError::new(
+                "audit_unavailable",
+                "the audit log cannot be written, so nothing runs",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks the request's grants and limits against the caller, and pins
+    /// its limits to the caller's envelope lowered by the request's.
+    pub fn bind_to_caller(&self, caller: &Caller, req: &mut RunRequest) -> Result<(), ApiError> {
+        check_profiles(caller, &req.grants)?;
+        let env = caller
+            .envelope
+            .lowered_by(&req.limits)
+            .map_err(|e| ApiError::new("invalid_limits", e.to_string()))?;
+        req.limits = env.as_limits();
+        Ok(())
+    }
+
+    /// Checks `req` against `caller` ([`App::bind_to_caller`]), the audit
+    /// log's health and the caller's and host's concurrency caps and daily
+    /// allowance; the permit holds the run's place until it is dropped
+    /// ([`App::run_done`]).
+    pub fn admit_run(&self, caller: &Caller, req: &mut RunRequest) -> Result<RunPermit, ApiError> {
+        self.bind_to_caller(caller, req)?;
+        self.check_audit()?;
+        let permit = self.quotas.admit(caller).map_err(|s| self.shed(s))?;
+        self.metrics.set_inflight(self.quotas.inflight());
+        Ok(permit)
+    }
+
+    /// Gives back a run's place ([`App::admit_run`]).
+    pub fn run_done(&self, permit: RunPermit) {
+        drop(permit);
+        self.metrics.set_inflight(self.quotas.inflight());
+    }
+
+    /// The first steps of every request that starts work: authenticate
+    /// with the `code:run` scope, refuse while draining, spend one request
+    /// of the caller's rate, read the bounded body.
+    pub async fn begin(
+        &self,
+        headers: &HeaderMap,
+        body: Body,
+    ) -> Result<(Arc<Caller>, Bytes, BodyPermit), ApiError> {
+        let caller = self.authorize(headers, Some(Scope::CodeRun))?;
+        self.check_open()?;
+        self.quotas.check_rate(&caller).map_err(|s| self.shed(s))?;
+        let (bytes, permit) = read_body(self, &caller, headers, body).await?;
+        Ok((caller, bytes, permit))
+    }
+}
+
+pub fn check_profiles(caller: &Caller, grants: &[String]) -> Result<(), ApiError> {
+    for (i, g) in grants.iter().enumerate() {
+        if !caller.may_use_profile(g) {
+            // The position, never the name: no message echoes the body.
+            return Err(ApiError::new(
+                "grant_not_allowed",
+                format!("grants[{i}] names a grant profile this caller may not use"),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,60 @@
+//! The service layer: everything the daemon's wires share, and nothing of
+//! any one wire.
+//!
+//! REST ([`crate::api`]), plimsoll protocol 4 ([`crate::connect`]) and MCP
+//! ([`crate::mcp`]) are adapters over [`App`]: each translates its wire
+//! into the calls here — admission ([`admission`]), bounded bodies
+//! ([`body`]), session rules ([`sessions`]), accounting and audit
+//! ([`accounting`]) — and the library's [`plimsoll::Sandbox`]. No adapter
+//! imports another (a test in `layers.rs` keeps it so), so a wire added
+//! later is one more adapter over this layer.
+
+pub mod accounting;
+pub mod admission;
+pub mod body;
+pub mod sessions;
+
+pub use accounting::fingerprint;
+pub use admission::check_profiles;
+pub use body::{BodyPermit, body_share_kib, read_body};
+pub use sessions::{Chain, Chained, Chains, SessionOpen, valid_session_id};
+
+use crate::audit::AuditLog;
+use crate::callers::Callers;
+use crate::metrics::Metrics;
+use crate::quota::Quotas;
+use plimsoll::Sandbox;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// What every wire shares: the sandbox, the callers and their quotas, the
+/// audit log and metrics, the body budgets and the session rules' state.
+pub struct App {
+    pub sandbox: Arc<Sandbox>,
+    pub callers: Callers,
+    pub quotas: Quotas,
+    pub audit: AuditLog,
+    pub metrics: Metrics,
+    /// Set on SIGTERM: new work is refused with 503 `draining`.
+    pub draining: AtomicBool,
+    /// Names of the components registered from `PLIMSOLL_COMPONENTS_DIR`.
+    pub components: Vec<(String, String)>,
+    /// Largest request body, bytes.
+    pub max_body: usize,
+    /// KiB of request bodies held at once, across all requests
+    /// (`PLIMSOLL_MAX_BODY_BYTES_IN_FLIGHT`): with many connections each
+    /// sending a large body, memory stays bounded.
+    pub bodies: Arc<tokio::sync::Semaphore>,
+    /// Each caller's share of `bodies`, KiB: at most
+    /// `max(PLIMSOLL_MAX_BODY_BYTES, in-flight budget / callers)`, so that
+    /// no caller can hold the whole budget ([`body_share_kib`]).
+    pub body_shares: std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>,
+    /// Time a client has to send its body.
+    pub body_timeout: Duration,
+    /// Sessions one owner (of one caller) may hold over the protocol
+    /// (`SANDBOX_MAX_SESSIONS_PER_OWNER`); 0: no per-owner cap.
+    pub max_sessions_per_owner: u32,
+    /// The protocol's sessions: their chains of records.
+    pub chains: Chains,
+}

@@ -1,0 +1,121 @@
+//! The tools' descriptions and input schemas.
+//!
+//! Guarantees: a schema names only the languages and guests the backend
+//! really offers (both languages when none is built, so a call gets the
+//! sandbox's own refusal), the isolation tier runs get, and the
+//! operator's wall-time cap.
+
+use super::backend::{Backend, Offered};
+use rmcp::model::Tool;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The tools, with schemas naming only the guests `b` really has.
+pub fn tools_of(b: &dyn Backend) -> Vec<Tool> {
+    tools(&b.offered(), &b.isolation(), b.max_wall_time_ms())
+}
+
+/// The guests' language names and whether a scientific guest is there.
+fn languages(offered: &[Offered]) -> (Vec<&'static str>, bool) {
+    let mut langs: Vec<&'static str> = offered.iter().map(|o| o.language).collect();
+    langs.sort_unstable();
+    langs.dedup();
+    if langs.is_empty() {
+        // No guest is built: the schema still names the languages, and a
+        // call is answered with the sandbox's own refusal.
+        langs = vec!["javascript", "python"];
+    }
+    let scientific = offered.iter().any(|o| o.guest == Some("scientific"));
+    (langs, scientific)
+}
+
+/// `v`'s fields as a schema object (empty for anything else).
+fn object(v: Value) -> Arc<serde_json::Map<String, Value>> {
+    Arc::new(match v {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    })
+}
+
+/// The four tools, for the guests `offered` at `iso`, within `max_ms`.
+fn tools(offered: &[Offered], iso: &crate::tier::Isolation, max_ms: u64) -> Vec<Tool> {
+    let (langs, scientific) = languages(offered);
+    let tier = format!(
+        "Runs at isolation tier `{}` (provider {}); every answer names the tier it ran at.",
+        iso.tier, iso.provider
+    );
+    let guest_schema = if scientific {
+        json!({"type": "string", "enum": ["standard", "scientific"],
+            "description": "For python: `scientific` runs CPython with numpy, pandas, scipy, scikit-learn, statsmodels and matplotlib already imported (figures left open come back as PNG images); `standard` is a smaller, faster CPython with the standard library only. Absent: the operator's default."})
+    } else {
+        json!({"type": "string", "enum": ["standard"], "description": "The interpreter guest; only `standard` is present on this host."})
+    };
+    let files_schema = json!({"type": "object", "additionalProperties": {"type": "string"},
+        "description": "Files to place in the working directory first: relative path → UTF-8 contents (no `..`, no absolute paths). Files the code writes under `out/` come back as artifacts."});
+    let run_code = json!({
+        "type": "object",
+        "properties": {
+            "language": {"type": "string", "enum": langs, "description": "The language of `code`."},
+            "code": {"type": "string", "description": "The program. Python and JavaScript cells print the value of a trailing expression, as a notebook does."},
+            "files": files_schema,
+            "stdin": {"type": "string", "description": "Standard input for the program."},
+            "grants": {"type": "array", "items": {"type": "string"}, "description": "Names of the operator's grant profiles this run may call (an HTTP API through the host, which adds the credential; the code never sees it). Python: `import plimsoll; plimsoll.get(name, path)`; JavaScript: `plimsoll.get(name, path)`."},
+            "timeout_ms": {"type": "integer", "minimum": 1, "description": format!("Wall-time limit in milliseconds; at most {max_ms} (the default), a longer one is cut to it.")},
+            "guest": guest_schema,
+        },
+        "required": ["language", "code"],
+        "additionalProperties": false,
+    });
+    let open_session = json!({
+        "type": "object",
+        "properties": {
+            "language": {"type": "string", "enum": langs, "description": "The session's language."},
+            "guest": guest_schema,
+        },
+        "required": ["language"],
+        "additionalProperties": false,
+    });
+    let run_cell = json!({
+        "type": "object",
+        "properties": {
+            "session": {"type": "string", "description": "The id `open_session` returned."},
+            "code": {"type": "string", "description": "The cell. Names defined by earlier cells are still there; the trailing expression's value is printed."},
+            "files": files_schema,
+        },
+        "required": ["session", "code"],
+        "additionalProperties": false,
+    });
+    let close_session = json!({
+        "type": "object",
+        "properties": {"session": {"type": "string"}},
+        "required": ["session"],
+        "additionalProperties": false,
+    });
+    vec![
+        Tool::new(
+            "run_code",
+            format!(
+                "Run code in a fresh, isolated WebAssembly sandbox and return its status, stdout, stderr, trailing value and artifacts. Nothing persists between calls; there is no network except the grants named. Languages here: {}. {tier}",
+                langs.join(", ")
+            ),
+            object(run_code),
+        ),
+        Tool::new(
+            "open_session",
+            format!(
+                "Open a session: an interpreter whose globals and files persist across `run_cell` calls, like a notebook kernel. It is closed by `close_session`, when idle too long, or when this connection ends. {tier}"
+            ),
+            object(open_session),
+        ),
+        Tool::new(
+            "run_cell",
+            "Run a cell in a session opened by `open_session`. An exception keeps the session; a timeout or memory exhaustion may end its interpreter.",
+            object(run_cell),
+        ),
+        Tool::new(
+            "close_session",
+            "Close a session opened by `open_session`.",
+            object(close_session),
+        ),
+    ]
+}
