@@ -50,6 +50,14 @@ pub(crate) fn report(result: &RunResult, json: bool) -> ExitCode {
         if result.stdout_truncated || result.stderr_truncated {
             let _ = writeln!(err, "plimsoll: output was truncated at its cap");
         }
+        // Artifacts are in the JSON result; the text output names them.
+        for a in &result.artifacts {
+            let _ = writeln!(
+                err,
+                "plimsoll: artifact out/{} ({} bytes; --json has its contents)",
+                a.path, a.size
+            );
+        }
     }
     ExitCode::from(exit_code(result))
 }
