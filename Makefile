@@ -19,7 +19,7 @@ export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
 ## compiled once per machine (tests/build_once.sh checks it).
 HOST_BUILD := $(CARGO) build --release -p plimsoll -p plimsolld
 
-.PHONY: bench-scientific clients audit lint-fmt lint-clippy fuzz-setup fuzz-smoke microvm microvm-image soak bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest scientific-guest build demo test lint bench bench-peers clean
+.PHONY: bench-scientific clients audit lint-fmt lint-clippy fuzz-setup fuzz-smoke microvm microvm-image soak bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest shell-guest scientific-guest build demo test lint bench bench-peers clean
 
 APT := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
 
@@ -44,7 +44,7 @@ microvm-image: setup
 	host/microvm/build-image.sh
 
 ## Every guest: the example and hostile guests, and the interpreters.
-guests: example-guests python-guest javascript-guest scientific-guest
+guests: example-guests python-guest javascript-guest shell-guest scientific-guest
 
 ## The example and hostile Rust guests, compiled to components.
 example-guests: setup
@@ -52,7 +52,19 @@ example-guests: setup
 	$(CARGO) build --profile guest --target wasm32-wasip2 -p plimsoll-examples
 	@mkdir -p $(GUESTS_OUT)
 	@cp $(TARGET_DIR)/wasm32-wasip2/guest/*.wasm $(GUESTS_OUT)/
+	@# The shell guest's build output is installed as shell.wasm (shell-guest).
+	@rm -f $(GUESTS_OUT)/plimsoll_shell.wasm
 	@echo "guests in $(GUESTS_OUT)"
+
+## The shell guest: a POSIX sh with its utilities built in (Rust to
+## wasm32-wasip2, guests/shell); `python3` and `node` inside it start the
+## interpreter guests. About half a minute the first time.
+shell-guest: setup
+	@echo "== the shell guest (Rust to wasm32-wasip2)"
+	$(CARGO) build --profile guest --target wasm32-wasip2 -p plimsoll-shell
+	@mkdir -p $(GUESTS_OUT)
+	@cp $(TARGET_DIR)/wasm32-wasip2/guest/plimsoll_shell.wasm $(GUESTS_OUT)/shell.wasm
+	@echo "shell guest in $(GUESTS_OUT)/shell.wasm"
 
 ## QuickJS as a component (rquickjs; Debian's clang-19 and wasi-libc, which
 ## the build script installs when missing), pre-initialized with
@@ -63,7 +75,7 @@ javascript-guest: setup
 ## CPython as a component (componentize-py, pinned, in a virtualenv under
 ## guests/python/build). Rebuilt only when its sources change.
 python-guest: $(GUESTS_OUT)/python.wasm
-PYTHON_SHARED := guests/python/app.py guests/python/plimsoll.py guests/python/plimsoll_http.py guests/python/plimsoll_vendor.py guests/python/certifi_stub.py guests/python/vendor.sh guests/python/vendor-requirements.txt
+PYTHON_SHARED := guests/python/app.py guests/python/plimsoll.py guests/python/plimsoll_http.py guests/python/plimsoll_program.py guests/python/plimsoll_vendor.py guests/python/certifi_stub.py guests/python/vendor.sh guests/python/vendor-requirements.txt
 $(GUESTS_OUT)/python.wasm: $(PYTHON_SHARED) guests/python/build.sh $(wildcard guests/python/deterministic/*.c) $(wildcard wit/*.wit)
 	guests/python/build.sh
 
@@ -85,13 +97,23 @@ CLIENTS_VENV := $(CURDIR)/target/clients/venv
 ## official Python SDK (`mcp` 2.3.0, same virtualenv) and the MCP
 ## Inspector's CLI (npm, pinned; Debian's nodejs when npm is missing).
 INSPECTOR_DIR := $(CURDIR)/target/clients/inspector
-clients: $(CLIENTS_VENV)/.plimsoll-client-0.23.0 $(CLIENTS_VENV)/.mcp-2.3.0 $(INSPECTOR_DIR)/.inspector-2.12.0
+clients: $(CLIENTS_VENV)/.plimsoll-client-0.23.0 $(CLIENTS_VENV)/.mcp-2.3.0 $(CLIENTS_VENV)/.anthropic-1.13.0 $(CLIENTS_VENV)/.openai-agents-0.23.1 $(INSPECTOR_DIR)/.inspector-2.12.0
 $(CLIENTS_VENV)/.plimsoll-client-0.23.0:
 	python3 -m venv $(CLIENTS_VENV)
 	$(CLIENTS_VENV)/bin/pip install --quiet --disable-pip-version-check plimsoll-client==0.23.0
 	@touch $@
 $(CLIENTS_VENV)/.mcp-2.3.0: $(CLIENTS_VENV)/.plimsoll-client-0.23.0
 	$(CLIENTS_VENV)/bin/pip install --quiet --disable-pip-version-check mcp==2.3.0
+	@touch $@
+## The SDKs the client's agent adapters are written against
+## (tests/protocol/workspace_checks.py drives them without a model):
+## `anthropic` for plimsoll_client.anthropic_worker (Claude Managed Agents),
+## `openai-agents` for plimsoll_client.openai_sandbox.
+$(CLIENTS_VENV)/.anthropic-1.13.0: $(CLIENTS_VENV)/.plimsoll-client-0.23.0
+	$(CLIENTS_VENV)/bin/pip install --quiet --disable-pip-version-check anthropic==1.13.0
+	@touch $@
+$(CLIENTS_VENV)/.openai-agents-0.23.1: $(CLIENTS_VENV)/.plimsoll-client-0.23.0
+	$(CLIENTS_VENV)/bin/pip install --quiet --disable-pip-version-check openai-agents==0.23.1
 	@touch $@
 $(INSPECTOR_DIR)/.inspector-2.12.0:
 	@command -v npm >/dev/null 2>&1 || { DEBIAN_FRONTEND=noninteractive $(APT) update -qq && \

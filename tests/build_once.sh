@@ -10,14 +10,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CARGO=${CARGO:-cargo}
 
-# The artifact file of package $2 in the JSON messages of `cargo $1`.
-artifacts() {
+# How cargo reports the library of package $1 in the JSON messages of
+# `cargo $2...`: "fresh" when it reused the artifact already on disk,
+# "compiled" when it had to build it (another feature set, or the first
+# build), nothing when the package is not part of that build.
+library() {
     local pkg=$1
     shift
     "$CARGO" "$@" --message-format=json 2>/dev/null |
         python3 -c '
 import json, sys
 pkg = sys.argv[1]
+seen = set()
 for line in sys.stdin:
     try:
         m = json.loads(line)
@@ -25,22 +29,24 @@ for line in sys.stdin:
         continue
     if m.get("reason") != "compiler-artifact":
         continue
-    pid = m.get("package_id", "")
-    name = m.get("target", {}).get("name")
-    if name == pkg and "lib" in m.get("target", {}).get("kind", []):
-        for f in m.get("filenames", []):
-            if f.endswith(".rlib"):
-                print(f.rsplit("/", 1)[-1])
-' "$pkg" | sort -u
+    target = m.get("target", {})
+    if target.get("name") == pkg and "lib" in target.get("kind", []):
+        seen.add("fresh" if m.get("fresh") else "compiled")
+print(" ".join(sorted(seen)))
+' "$pkg"
 }
 
+# The host build first (it may compile: a fresh machine); then every other
+# host build the Makefile and CI run must reuse exactly its wasmtime and
+# plimsoll — cargo reports them fresh only when the feature set (and so
+# the artifact's hash) is the same.
 fail=0
 for pkg in wasmtime plimsoll; do
-    build=$(artifacts "$pkg" build --release -p plimsoll -p plimsolld)
-    alone=$(artifacts "$pkg" build --release -p plimsoll)
-    tests=$(artifacts "$pkg" test --release --workspace --no-run)
-    echo "build_once: $pkg: host build $build; plimsoll alone $alone; tests $tests"
-    if [ -z "$build" ] || [ "$build" != "$alone" ] || [ "$build" != "$tests" ]; then
+    build=$(library "$pkg" build --release -p plimsoll -p plimsolld)
+    alone=$(library "$pkg" build --release -p plimsoll)
+    tests=$(library "$pkg" test --release --workspace --no-run)
+    echo "build_once: $pkg: host build: $build; plimsoll alone: $alone; tests: $tests"
+    if [ -z "$build" ] || [ "$alone" != "fresh" ] || [ "$tests" != "fresh" ]; then
         echo "build_once: FAILED: $pkg is compiled with more than one feature set" >&2
         fail=1
     fi

@@ -115,6 +115,9 @@ fn expected(cmd: &str) -> &'static [&'static str] {
         ("demo_pandas.py", &["figure-1.png"]),
         ("pd.Series", &["6"]),
         ("localhost:8080/v1/runs", &["\"result\":\"[2,4,6]\""]),
+        ("demo.sh", &["apple 5", "9\n"]),
+        ("--language sh", &["/work/d"]),
+        ("Workspace(Client", &["/work/src", "42"]),
         ("from plimsoll_client import Client", &["42"]),
     ];
     table

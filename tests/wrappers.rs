@@ -365,7 +365,13 @@ async fn a_full_pool_makes_room_for_a_new_caller_and_caps_each_callers_share() {
     );
     let other = s.run_as("dave", &req("hello")).await;
     assert_eq!(other.status, Status::Ok, "{:?}", other.error);
-    assert_eq!(busy.await.expect("busy").status, Status::Timeout);
+    // The spin ends at its wall time or, on a fast idle machine, out of
+    // fuel first (what the guest is written to get: either is a limit).
+    let spun = busy.await.expect("busy").status;
+    assert!(
+        matches!(spun, Status::Timeout | Status::CpuExhausted),
+        "{spun:?}"
+    );
 }
 
 /// Hostile guests and scripts, each with the outcome it must get, run under

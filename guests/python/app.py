@@ -51,7 +51,7 @@ _PRELOAD = """
     weakref xml xml.dom.minidom xml.etree.ElementTree zipfile zlib zoneinfo
     encodings.idna encodings.utf_16 encodings.utf_32 encodings.latin_1 encodings.ascii
     encodings.cp1252 encodings.unicode_escape encodings.raw_unicode_escape
-    plimsoll
+    plimsoll plimsoll_program
     http.cookiejar http.cookies importlib.metadata
     encodings.utf_16_be encodings.utf_16_le encodings.utf_32_be encodings.utf_32_le
 """.split()

@@ -80,7 +80,8 @@ mkdir -p "$scratch"
 root="$(mktemp -d "$scratch/root.XXXXXX")"
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root/src/vendor" "$root/tmp"
-cp "$here/app.py" "$here/plimsoll.py" "$here/plimsoll_http.py" "$here/plimsoll_vendor.py" "$root/src/"
+cp "$here/app.py" "$here/plimsoll.py" "$here/plimsoll_http.py" "$here/plimsoll_program.py" \
+    "$here/plimsoll_vendor.py" "$root/src/"
 # app.py compiles these into one blob at build time (plimsoll_vendor.py);
 # they are not on the module path.
 for pkg in "$build/vendor"/*/; do

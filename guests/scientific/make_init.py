@@ -25,6 +25,7 @@ modules = [
     ("plimsoll", python / "plimsoll.py"),
     ("plimsoll_vendor", python / "plimsoll_vendor.py"),
     ("plimsoll_http", python / "plimsoll_http.py"),
+    ("plimsoll_program", python / "plimsoll_program.py"),
     ("app", python / "app.py"),
     ("_plimsoll_driver", here / "driver.py"),
 ]

@@ -18,12 +18,14 @@ pub use crate::paths::{STATE_DIR_ENV, WORK_DIR_ENV};
 pub const CACHE_DIR_ENV: &str = "PLIMSOLL_CACHE_DIR";
 /// A JSON file holding the operator's whole envelope (every field).
 pub const ENVELOPE_FILE_ENV: &str = "PLIMSOLL_ENVELOPE_FILE";
-/// A directory holding `python.wasm` and `javascript.wasm`.
+/// A directory holding `python.wasm`, `javascript.wasm` and `shell.wasm`.
 pub const GUESTS_DIR_ENV: &str = "PLIMSOLL_GUESTS_DIR";
 /// The Python interpreter component.
 pub const PYTHON_COMPONENT_ENV: &str = "PLIMSOLL_PYTHON_COMPONENT";
 /// The JavaScript interpreter component.
 pub const JAVASCRIPT_COMPONENT_ENV: &str = "PLIMSOLL_JAVASCRIPT_COMPONENT";
+/// The shell guest's component (`guests/shell`).
+pub const SHELL_COMPONENT_ENV: &str = "PLIMSOLL_SHELL_COMPONENT";
 
 /// The scientific Python guest's directory (`guests/scientific/build.sh`
 /// makes it); default `scientific/` in `PLIMSOLL_GUESTS_DIR`, else
@@ -77,8 +79,9 @@ pub fn default_interpreters() -> Vec<(Language, PathBuf)> {
     for (language, env) in [
         (Language::Python, PYTHON_COMPONENT_ENV),
         (Language::Javascript, JAVASCRIPT_COMPONENT_ENV),
+        (Language::Shell, SHELL_COMPONENT_ENV),
     ] {
-        let file = format!("{}.wasm", language.as_str());
+        let file = format!("{}.wasm", language.file_stem());
         let candidates = [
             std::env::var_os(env)
                 .filter(|p| !p.is_empty())

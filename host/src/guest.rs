@@ -1,6 +1,7 @@
 //! A guest: a component checked against plimsoll's worlds and
 //! pre-instantiated, ready for cheap fresh instances.
 
+use crate::bindings::shell::{Shell, ShellPre};
 use crate::bindings::{Interpreter, InterpreterPre};
 use crate::component_cache::LoadError;
 use crate::state::RunState;
@@ -16,11 +17,37 @@ pub enum GuestKind {
     Agent,
     /// `interpreter`: exports `eval(code)`.
     Interpreter,
+    /// `shell`: exports `eval(script)`, whose value is the exit status,
+    /// and imports `programs` (the shell guest, `guests/shell`).
+    Shell,
+}
+
+pub use crate::run::SHELL_FAMILY;
+
+/// The interpreters a shell guest's `python3` and `node` start: fresh
+/// instances of these guests ([`crate::programs`]).
+#[derive(Debug, Clone, Default)]
+pub struct Programs {
+    /// What `python3` and `python` run.
+    pub python: Option<Guest>,
+    /// What `node` and `nodejs` run.
+    pub node: Option<Guest>,
+}
+
+impl Programs {
+    /// The guest for `program`, if this shell has one.
+    pub fn guest(&self, program: crate::programs::Program) -> Option<&Guest> {
+        match program {
+            crate::programs::Program::Python => self.python.as_ref(),
+            crate::programs::Program::Node => self.node.as_ref(),
+        }
+    }
 }
 
 pub(crate) enum GuestPre {
     Agent(CommandPre<RunState>),
     Interpreter(InterpreterPre<RunState>),
+    Shell(ShellPre<RunState>),
     /// A core module of the interpreter world's semantics (the scientific
     /// Python guest, [`crate::scientific`]).
     Core(crate::scientific::CorePre),
@@ -39,6 +66,8 @@ struct GuestInner {
 #[derive(Clone)]
 pub struct Guest {
     inner: Arc<GuestInner>,
+    /// For a shell guest, the interpreters its `python3` and `node` start.
+    programs: Option<Arc<Programs>>,
 }
 
 impl std::fmt::Debug for Guest {
@@ -65,7 +94,15 @@ impl Guest {
                 first_line(&format!("{e:#}"))
             ))
         })?;
-        let (kind, pre) = if let Ok(p) = CommandPre::new(pre.clone()) {
+        let (kind, pre) = if family == SHELL_FAMILY {
+            let p = ShellPre::new(pre).map_err(|e| {
+                LoadError::WrongWorld(format!(
+                    "the shell guest must implement the `shell` world: {}",
+                    first_line(&format!("{e:#}"))
+                ))
+            })?;
+            (GuestKind::Shell, GuestPre::Shell(p))
+        } else if let Ok(p) = CommandPre::new(pre.clone()) {
             (GuestKind::Agent, GuestPre::Agent(p))
         } else if let Ok(p) = InterpreterPre::new(pre) {
             (GuestKind::Interpreter, GuestPre::Interpreter(p))
@@ -82,7 +119,25 @@ impl Guest {
                 kind,
                 pre,
             }),
+            programs: None,
         })
+    }
+
+    /// This shell guest with the interpreters its `python3` and `node`
+    /// start (for any other guest, the same guest).
+    pub fn with_programs(&self, programs: Programs) -> Guest {
+        if self.inner.kind != GuestKind::Shell {
+            return self.clone();
+        }
+        Guest {
+            inner: self.inner.clone(),
+            programs: Some(Arc::new(programs)),
+        }
+    }
+
+    /// A shell guest's interpreters (see [`Guest::with_programs`]).
+    pub fn programs(&self) -> Option<&Programs> {
+        self.programs.as_deref()
     }
 
     /// The guest's identity: `<family>:sha256:<content hash>`.
@@ -126,6 +181,7 @@ impl Guest {
                 kind: GuestKind::Interpreter,
                 pre: GuestPre::Core(pre),
             }),
+            programs: None,
         })
     }
 
@@ -146,6 +202,7 @@ impl Guest {
                 kind: GuestKind::Interpreter,
                 pre: GuestPre::Core(pre),
             }),
+            programs: None,
         })
     }
 
@@ -169,6 +226,7 @@ impl Guest {
 pub(crate) enum Live {
     Agent(Command),
     Interpreter(Interpreter),
+    Shell(Shell),
     Core(crate::scientific::CoreLive),
 }
 
@@ -189,6 +247,7 @@ pub(crate) async fn instantiate(
     match guest.pre() {
         GuestPre::Agent(pre) => Ok(Live::Agent(pre.instantiate_async(store).await?)),
         GuestPre::Interpreter(pre) => Ok(Live::Interpreter(pre.instantiate_async(store).await?)),
+        GuestPre::Shell(pre) => Ok(Live::Shell(pre.instantiate_async(store).await?)),
         GuestPre::Core(pre) => Ok(Live::Core(
             crate::scientific::instantiate(pre, store).await?,
         )),

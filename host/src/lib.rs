@@ -48,6 +48,7 @@ pub mod memtree;
 pub mod output;
 pub mod paths;
 pub mod preinit;
+pub mod programs;
 pub mod provider;
 pub mod reaper;
 pub mod redact;

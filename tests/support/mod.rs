@@ -44,6 +44,7 @@ pub fn interpreters() -> Vec<(Language, PathBuf)> {
     for (l, f, required) in [
         (Language::Python, "python.wasm", true),
         (Language::Javascript, "javascript.wasm", true),
+        (Language::Shell, "shell.wasm", true),
     ] {
         let p = guests_dir().join(f);
         if !p.is_file() && !required {

@@ -33,6 +33,8 @@ pub(crate) enum CallValue {
     Run(bool),
     /// `eval` returned `ok(value)` or `err(message)`.
     Eval(Result<String, String>),
+    /// The shell's `eval` returned `ok(exit status)` or `err(message)`.
+    Shell(Result<String, String>),
 }
 
 /// How long a run that found no free pool slot waits for queued teardowns.
@@ -96,6 +98,7 @@ pub(crate) async fn invoke(
                 .await
                 .map(|r| CallValue::Run(r.is_ok())),
             Live::Interpreter(i) => i.call_eval(&mut *store, code).await.map(CallValue::Eval),
+            Live::Shell(sh) => sh.call_eval(&mut *store, code).await.map(CallValue::Shell),
             Live::Core(c) => c.eval(&mut *store, code).await.map(CallValue::Eval),
         }
     };

@@ -13,7 +13,7 @@
 
 use super::call::{CallValue, Invocation};
 use crate::output::OutputLimitExceeded;
-use crate::run::{ErrorInfo, Status};
+use crate::run::{EXIT_STATUS, ErrorInfo, Status};
 use crate::state::{RunState, StopReason};
 use wasmtime::Trap;
 use wasmtime_wasi::I32Exit;
@@ -127,6 +127,36 @@ fn classify_call(inv: Invocation, facts: StopFacts) -> Classified {
         Invocation::Returned(Ok(CallValue::Eval(Err(msg)))) => {
             c.reusable = true;
             set_err(&mut c, Status::Error, "guest_error", msg);
+        }
+        Invocation::Returned(Ok(CallValue::Shell(Ok(status)))) => {
+            // The script's exit status, as a shell reports it (0–255).
+            match status.trim().parse::<i32>() {
+                Ok(0) => c.exit_code = Some(0),
+                Ok(code) if (1..=255).contains(&code) => {
+                    c.exit_code = Some(code);
+                    set_err(
+                        &mut c,
+                        Status::Error,
+                        EXIT_STATUS,
+                        format!("the script exited with status {code}"),
+                    );
+                }
+                _ => set_err(
+                    &mut c,
+                    Status::Trap,
+                    "trap",
+                    "the shell reported no exit status".into(),
+                ),
+            }
+            c.reusable = c.status != Status::Trap;
+        }
+        Invocation::Returned(Ok(CallValue::Shell(Err(msg)))) => {
+            set_err(
+                &mut c,
+                Status::Trap,
+                "trap",
+                format!("the shell failed: {msg}"),
+            );
         }
         Invocation::Returned(Err(e)) => classify_error(&mut c, &e, facts, set_err),
     }

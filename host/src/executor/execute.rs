@@ -65,6 +65,7 @@ pub(crate) async fn execute_with(
             return r;
         }
     };
+    super::child::arm(rt, guest, env, &mut prepared);
     let wall = Duration::from_millis(env.wall_time_ms);
     let inst_started = Instant::now();
     let instantiated = match claim_warm(rt, guest, env, &mut prepared) {
@@ -172,11 +173,14 @@ pub(crate) fn report(
     let fuel = if c.status == Status::Timeout {
         None
     } else {
-        prepared
-            .store
-            .get_fuel()
-            .ok()
-            .map(|left| env.fuel.saturating_sub(left))
+        prepared.store.get_fuel().ok().map(|left| {
+            // With what the shell's programs spent since the last tick.
+            let debt = prepared.store.data().fuel_debt;
+            env.fuel
+                .saturating_sub(left)
+                .saturating_add(debt)
+                .min(env.fuel)
+        })
     };
     // The workspace may have grown past its cap between two checks; the
     // final measurement decides.

@@ -12,12 +12,15 @@
 //!   ([`crate::warm`]) is made in, and a run's claim on one.
 //! * `call`: instantiate (making room in a full pool) and call the guest
 //!   once, under the deadline plus a grace.
+//! * `child`: the programs a shell starts (`python3`, `node`), each a
+//!   fresh interpreter instance over the shell's workspace.
 //! * `classify`: how the call ended, as a pure function of its outcome and
 //!   the host's stop facts.
 //! * `execute`: the whole run, and the report of outputs, artifacts and
 //!   usage before the instance is handed to the reaper.
 
 mod call;
+mod child;
 mod claim;
 mod classify;
 mod execute;
@@ -25,6 +28,7 @@ mod store;
 
 pub(crate) use crate::guest::Live;
 pub(crate) use call::{instantiate_for_run, invoke};
+pub(crate) use child::arm;
 pub(crate) use claim::claim_warm;
 pub(crate) use classify::{Classified, classify};
 pub(crate) use execute::{execute, execute_with, report};

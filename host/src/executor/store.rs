@@ -98,6 +98,26 @@ pub(crate) fn prepare_in(
     side: BrokerSide,
     workspace: Arc<Workspace>,
 ) -> Result<Prepared, ErrorInfo> {
+    let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms);
+    let broker = match side {
+        BrokerSide::Local(grants) => RunBroker::new(rt.broker().clone(), grants, env, deadline),
+        BrokerSide::Remote { link, origins } => {
+            RunBroker::remote(rt.broker().clone(), link, origins, env, deadline)
+        }
+    };
+    Ok(prepare_around(rt, stdin, env, broker, deadline, workspace))
+}
+
+/// The store for an instance in `workspace` with `broker` (shared with the
+/// run that started it, for a program a shell starts) and `deadline`.
+pub(crate) fn prepare_around(
+    rt: &Runtime,
+    stdin: &[u8],
+    env: &Envelope,
+    broker: RunBroker,
+    deadline: Instant,
+    workspace: Arc<Workspace>,
+) -> Prepared {
     let stdout = CappedOutput::new("stdout", env.stdout_bytes);
     let stderr = CappedOutput::new("stderr", env.stderr_bytes);
     // One copy of stdin, shared by the WASI pipe and a core guest's fd 0.
@@ -115,15 +135,7 @@ pub(crate) fn prepare_in(
     // `/work` is the in-memory workspace, served by `memfs`: no preopen of
     // a host directory.
     wasi.initial_cwd(crate::memfs::WORK);
-
-    let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms);
-    let broker = match side {
-        BrokerSide::Local(grants) => RunBroker::new(rt.broker().clone(), grants, env, deadline),
-        BrokerSide::Remote { link, origins } => {
-            RunBroker::remote(rt.broker().clone(), link, origins, env, deadline)
-        }
-    };
-    let state = run_state(
+    let mut state = run_state(
         wasi.build(),
         broker,
         RunLimiter::new(env.memory_bytes, env.table_elements, env.instances),
@@ -131,7 +143,6 @@ pub(crate) fn prepare_in(
         deadline,
         Some(workspace.clone()),
     );
-    let mut state = state;
     // A core-module guest's stdio and files; its guest sets the layout
     // when it instantiates ([`crate::scientific`]).
     state.p1 = Some(Box::new(crate::wasip1::fds::P1State::new(
@@ -141,12 +152,12 @@ pub(crate) fn prepare_in(
         stderr.clone(),
         usize::try_from(env.open_files).unwrap_or(usize::MAX),
     )));
-    Ok(Prepared {
+    Prepared {
         store: new_store(rt.engine(), state, env.fuel),
         stdout,
         stderr,
         workspace,
-    })
+    }
 }
 
 /// A store around `state` with the run's limiter, `fuel` and the epoch
@@ -160,6 +171,17 @@ pub(super) fn new_store(engine: &SandboxEngine, state: RunState, fuel: u64) -> S
     }
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(|mut ctx| {
+        // What the shell's programs spent is charged here (a host call
+        // cannot reach the store's fuel); `get_fuel` fails exactly when the
+        // engine counts none.
+        if let Ok(left) = ctx.get_fuel() {
+            let debt = std::mem::take(&mut ctx.data_mut().fuel_debt);
+            let left = left.saturating_sub(debt);
+            if debt > 0 {
+                let _ = ctx.set_fuel(left);
+            }
+            ctx.data_mut().fuel_left = left;
+        }
         if ctx.data_mut().on_tick().is_some() {
             return Ok(UpdateDeadline::Interrupt);
         }
@@ -197,6 +219,10 @@ pub(super) fn run_state(
         fs_owner: crate::memtree::new_owner(),
         stop: None,
         p1: None,
+        programs: None,
+        tmp_alias: false,
+        fuel_left: env.fuel,
+        fuel_debt: 0,
     }
 }
 
@@ -227,6 +253,8 @@ pub(crate) fn reset_for_next_run_with(p: &mut Prepared, env: &Envelope, side: Br
         }
     }
     st.http_gate.request_cap = env.request_bytes;
+    st.fuel_left = env.fuel;
+    st.fuel_debt = 0;
     if let Some(w) = &st.workspace {
         w.set_budget(env);
         let _ = w.take_refused_space();

@@ -77,7 +77,7 @@ pub(super) fn parse<T: serde::de::DeserializeOwned>(
 /// The language `name` names.
 pub(super) fn language(name: &str) -> Result<Language, ErrorData> {
     name.parse::<Language>()
-        .map_err(|_| invalid("language: expected \"python\" or \"javascript\""))
+        .map_err(|_| invalid("language: expected \"python\", \"javascript\" or \"sh\""))
 }
 
 /// Refuses code longer than [`MAX_CODE_BYTES`].

@@ -74,6 +74,7 @@ pub fn offered_by(sandbox: &Sandbox) -> Vec<Offered> {
     for (language, name) in [
         (crate::run::Language::Python, "python"),
         (crate::run::Language::Javascript, "javascript"),
+        (crate::run::Language::Shell, "sh"),
     ] {
         if let Some(g) = sandbox.interpreter(language) {
             v.push(Offered {

@@ -56,7 +56,7 @@ fn tools(offered: &[Offered], iso: &crate::tier::Isolation, max_ms: u64) -> Vec<
         "type": "object",
         "properties": {
             "language": {"type": "string", "enum": langs, "description": "The language of `code`."},
-            "code": {"type": "string", "description": "The program. Python and JavaScript cells print the value of a trailing expression, as a notebook does."},
+            "code": {"type": "string", "description": "The program. Python and JavaScript cells print the value of a trailing expression, as a notebook does. `sh` is a POSIX shell with its utilities built in (grep, sed, find, tar, awk, …; `python3` and `node` run the interpreters above), over the same files; no host program runs."},
             "files": files_schema,
             "stdin": {"type": "string", "description": "Standard input for the program."},
             "grants": {"type": "array", "items": {"type": "string"}, "description": "Names of the operator's grant profiles this run may call (an HTTP API through the host, which adds the credential; the code never sees it). Python: `import plimsoll; plimsoll.get(name, path)`; JavaScript: `plimsoll.get(name, path)`."},
@@ -79,7 +79,7 @@ fn tools(offered: &[Offered], iso: &crate::tier::Isolation, max_ms: u64) -> Vec<
         "type": "object",
         "properties": {
             "session": {"type": "string", "description": "The id `open_session` returned."},
-            "code": {"type": "string", "description": "The cell. Names defined by earlier cells are still there; the trailing expression's value is printed."},
+            "code": {"type": "string", "description": "The cell. Names defined by earlier cells are still there; the trailing expression's value is printed. (An `sh` session keeps its files; each command starts a fresh shell, as `docker exec` does.)"},
             "files": files_schema,
         },
         "required": ["session", "code"],

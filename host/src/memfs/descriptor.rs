@@ -106,8 +106,8 @@ impl types::HostDescriptor for RunState {
     }
 
     fn set_size(&mut self, fd: Resource<Descriptor>, size: Filesize) -> R<()> {
-        let (node, _, _, write) = self.desc(&fd)?;
-        if !write {
+        let (node, dir, _, write) = self.desc(&fd)?;
+        if !write || dir {
             return Ok(Err(ErrorCode::BadDescriptor));
         }
         Ok(self.ws().and_then(|ws| {
@@ -156,12 +156,11 @@ impl types::HostDescriptor for RunState {
         offset: Filesize,
     ) -> R<Filesize> {
         let (node, dir, _, write) = self.desc(&fd)?;
-        // Not open for writing comes first (EBADF), as on Linux.
-        if !write {
+        // Not open for writing is EBADF, as on Linux, where a directory is
+        // never open for writing (here its handle may change its entries,
+        // never be written to).
+        if !write || dir {
             return Ok(Err(ErrorCode::BadDescriptor));
-        }
-        if dir {
-            return Ok(Err(ErrorCode::IsDirectory));
         }
         Ok(self.ws().and_then(|ws| {
             let mut t = ws.tree();
@@ -321,7 +320,11 @@ impl types::HostDescriptor for RunState {
             node,
             dir: is_dir,
             read: is_dir || flags.contains(DescriptorFlags::READ),
-            write: want_write,
+            // A directory may change what its parent may change (as
+            // wasmtime-wasi's do): `remove_dir_all` opens each directory
+            // for reading and removes its entries through it. A file is
+            // writable only when it was opened for writing.
+            write: if is_dir { may_write } else { want_write },
         })?))
     }
 
@@ -391,12 +394,11 @@ impl RunState {
         offset: Option<Filesize>,
     ) -> R<Resource<DynOutputStream>> {
         let (node, dir, _, write) = self.desc(&fd)?;
-        // Not open for writing comes first (EBADF), as on Linux.
-        if !write {
+        // Not open for writing is EBADF, as on Linux, where a directory is
+        // never open for writing (here its handle may change its entries,
+        // never be written to).
+        if !write || dir {
             return Ok(Err(ErrorCode::BadDescriptor));
-        }
-        if dir {
-            return Ok(Err(ErrorCode::IsDirectory));
         }
         let ws = match self.ws() {
             Ok(ws) => ws.clone(),

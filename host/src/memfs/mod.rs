@@ -62,6 +62,13 @@ const MAX_READ: usize = 1 << 20;
 
 /// The guest's path for the workspace.
 pub const WORK: &str = "/work";
+/// The second preopen a program started by the shell gets
+/// ([`crate::state::RunState::tmp_alias`]).
+pub const TMP: &str = "/tmp";
+/// Where `/tmp` lives in the workspace: the shell guest's own alias
+/// (guests/shell/src/fs.rs).
+pub const TMP_DIR: &str = ".plimsoll-shell/tmp";
+const TMP_PARENT: &str = ".plimsoll-shell";
 
 /// An open file or directory of the workspace. It holds its node as a
 /// handle of the instance that opened it, and lets go when it is dropped:
@@ -183,7 +190,7 @@ impl preopens::Host for RunState {
             return Ok(Vec::new());
         };
         let r = self.push_descriptor(Descriptor {
-            ws,
+            ws: ws.clone(),
             owner,
             handle,
             node: ROOT,
@@ -191,7 +198,35 @@ impl preopens::Host for RunState {
             read: true,
             write: true,
         })?;
-        Ok(vec![(r, WORK.to_owned())])
+        let mut out = vec![(r, WORK.to_owned())];
+        if self.tmp_alias {
+            // A program the shell started sees the shell's `/tmp`: the
+            // workspace's own `.plimsoll-shell/tmp`, made here if missing
+            // (charged like any directory), preopened as `/tmp`. Paths
+            // resolve inside it; `..` cannot climb out of a preopen.
+            let node = {
+                let mut t = ws.tree();
+                let _ = t.mkdir(ROOT, TMP_PARENT);
+                let _ = t.mkdir(ROOT, TMP_DIR);
+                t.resolve(ROOT, TMP_DIR)
+                    .ok()
+                    .filter(|&n| t.stat(n).is_ok_and(|st| st.is_dir))
+                    .and_then(|n| t.hold(owner, n).ok().map(|h| (n, h)))
+            };
+            if let Some((node, handle)) = node {
+                let r = self.push_descriptor(Descriptor {
+                    ws,
+                    owner,
+                    handle,
+                    node,
+                    dir: true,
+                    read: true,
+                    write: true,
+                })?;
+                out.push((r, TMP.to_owned()));
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -5,7 +5,7 @@
 use super::Sandbox;
 use super::shelf::Shelved;
 use crate::component_cache::LoadError;
-use crate::guest::Guest;
+use crate::guest::{Guest, GuestKind, Programs};
 use crate::run::{ErrorInfo, Language, RunRequest};
 use std::time::Instant;
 
@@ -49,6 +49,9 @@ impl Sandbox {
     /// The interpreter guest for `language`, if the host has one and it is
     /// ready.
     pub fn interpreter(&self, language: Language) -> Option<Guest> {
+        if language == Language::Shell {
+            return self.interpreter_for(language, None).ok();
+        }
         self.shelf
             .get(Shelved::Interpreter(language))
             .ok()
@@ -112,7 +115,19 @@ impl Sandbox {
         guest: Option<&str>,
     ) -> Result<Guest, ErrorInfo> {
         let key = self.shelved_for(language, guest)?;
-        self.shelf.get(key)?.ok_or_else(|| Self::absent(key))
+        let g = self.shelf.get(key)?.ok_or_else(|| Self::absent(key))?;
+        if g.kind() != GuestKind::Shell {
+            return Ok(g);
+        }
+        let program = |l: Language| {
+            self.shelved_for(l, None)
+                .ok()
+                .and_then(|k| self.shelf.get(k).ok().flatten())
+        };
+        Ok(g.with_programs(Programs {
+            python: program(Language::Python),
+            node: program(Language::Javascript),
+        }))
     }
 
     /// [`Sandbox::interpreter_for`], waiting until `deadline` for a guest
@@ -124,10 +139,29 @@ impl Sandbox {
         deadline: Instant,
     ) -> Result<Guest, ErrorInfo> {
         let key = self.shelved_for(language, guest)?;
-        self.shelf
+        let g = self
+            .shelf
             .get_by(key, deadline)
             .await?
-            .ok_or_else(|| Self::absent(key))
+            .ok_or_else(|| Self::absent(key))?;
+        if g.kind() != GuestKind::Shell {
+            return Ok(g);
+        }
+        // The shell's `python3` and `node`: the operator's default guests,
+        // waited for like the shell itself; one this host lacks (or that
+        // failed to load) is a command the shell does not find.
+        let mut programs = Programs::default();
+        for l in [Language::Python, Language::Javascript] {
+            let found = match self.shelved_for(l, None) {
+                Ok(k) => self.shelf.get_by(k, deadline).await.ok().flatten(),
+                Err(_) => None,
+            };
+            match l {
+                Language::Python => programs.python = found,
+                _ => programs.node = found,
+            }
+        }
+        Ok(g.with_programs(programs))
     }
 
     /// The identities of the interpreter guests that are ready, by

@@ -13,6 +13,7 @@
 //! own wall time, or is refused as `warming_up`.
 
 mod guests;
+pub mod project;
 mod runs;
 mod sessions;
 pub mod shelf;
@@ -147,8 +148,10 @@ fn load_order(keys: &[Shelved], python_default_scientific: bool) -> Vec<Shelved>
         Shelved::Interpreter(Language::Javascript) => 0,
         Shelved::Interpreter(Language::Python) if !python_default_scientific => 1,
         Shelved::Scientific if python_default_scientific => 1,
-        Shelved::Interpreter(_) => 2,
-        Shelved::Scientific => 3,
+        // After the interpreters its `python3` and `node` start.
+        Shelved::Interpreter(Language::Shell) => 2,
+        Shelved::Interpreter(_) => 3,
+        Shelved::Scientific => 4,
     };
     let mut v = keys.to_vec();
     v.sort_by_key(|k| (rank(k), *k));
@@ -234,10 +237,13 @@ impl Sandbox {
                 Shelved::Interpreter(language),
                 Box::new(move || {
                     rt.load_file_as(&path, language.identity_family())
-                        .and_then(|g| match g.kind() {
-                            GuestKind::Interpreter => Ok(g),
-                            GuestKind::Agent => Err(LoadError::WrongWorld(
-                                "an interpreter must implement the `interpreter` world".into(),
+                        .and_then(|g| match (g.kind(), language) {
+                            (GuestKind::Shell, Language::Shell) => Ok(g),
+                            (GuestKind::Interpreter, Language::Python | Language::Javascript) => {
+                                Ok(g)
+                            }
+                            _ => Err(LoadError::WrongWorld(
+                                "an interpreter must implement the `interpreter` world, the shell the `shell` world".into(),
                             )),
                         })
                         .map_err(|source| {

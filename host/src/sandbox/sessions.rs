@@ -43,15 +43,11 @@ impl Sandbox {
         opts: &SessionOptions,
         req: &RunRequest,
     ) -> Result<SessionInfo, ErrorInfo> {
-        if opts
-            .guests
-            .iter()
-            .any(|g| g.kind() != GuestKind::Interpreter)
-        {
+        if opts.guests.iter().any(|g| g.kind() == GuestKind::Agent) {
             return Err(ErrorInfo {
                 code: "invalid_request".into(),
                 message:
-                    "sessions need an interpreter guest (a `language`, or an interpreter component)"
+                    "sessions need an interpreter or shell guest (a `language`, or an interpreter component)"
                         .into(),
             });
         }
@@ -188,7 +184,7 @@ impl Sandbox {
 
     /// Refuses when the provider runs nothing, keeps no sessions, or is
     /// below the floor.
-    fn check_provider(&self, req: &RunRequest) -> Result<(), ErrorInfo> {
+    pub(super) fn check_provider(&self, req: &RunRequest) -> Result<(), ErrorInfo> {
         let iso = self.provider.isolation();
         if iso.provider == "disabled" {
             return Err(ErrorInfo {

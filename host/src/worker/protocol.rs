@@ -23,7 +23,8 @@ use std::io::{Read, Write};
 /// and `Done` carries the boot the run saw. Version 3: a [`GuestImage`]
 /// has a [`ImageKind`] (a core-module guest is a directory). Version 4:
 /// a `BrokerCall` may carry the shorter timeout a call by URL asked for.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// Version 5: a shell's [`GuestImage`] names the images of its programs.
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// The largest frame either side accepts: a result can carry 16 MiB of
 /// artifacts and two 1 MiB outputs by default, base64-inflated.
@@ -58,6 +59,42 @@ pub struct GuestImage {
     /// What `path` holds.
     #[serde(default)]
     pub kind: ImageKind,
+    /// For the shell guest: the image its `python3` starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<Box<GuestImage>>,
+    /// For the shell guest: the image its `node` starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<Box<GuestImage>>,
+}
+
+impl GuestImage {
+    /// This image and the images of the programs it starts (a shell's
+    /// `python3` and `node`), each once.
+    pub fn with_programs(&self) -> Vec<&GuestImage> {
+        let mut out = vec![self];
+        for p in [&self.python, &self.node].into_iter().flatten() {
+            if !out.iter().any(|o| o.path == p.path) {
+                out.push(p);
+            }
+        }
+        out
+    }
+}
+
+/// Every image of `images` and of the programs they start, each once.
+pub fn flatten_images(images: &[GuestImage]) -> Vec<GuestImage> {
+    let mut out: Vec<GuestImage> = Vec::new();
+    for i in images {
+        for p in i.with_programs() {
+            if !out.iter().any(|o| o.path == p.path) {
+                let mut plain = p.clone();
+                plain.python = None;
+                plain.node = None;
+                out.push(plain);
+            }
+        }
+    }
+    out
 }
 
 /// One of the run's grants, as the worker may know it: its name and origin
@@ -437,7 +474,7 @@ mod tests {
 
     /// Tripwires: a change here changes the wire. Bump
     /// [`PROTOCOL_VERSION`] with it; do not just update the expected value.
-    const _: () = assert!(PROTOCOL_VERSION == 4);
+    const _: () = assert!(PROTOCOL_VERSION == 5);
     const _: () = assert!(MAX_FRAME == 96 << 20);
 
     #[test]

@@ -425,6 +425,26 @@ fn guest_for(
     loaded: &mut HashMap<String, Guest>,
     img: &crate::worker::protocol::GuestImage,
 ) -> Result<Guest, String> {
+    let g = plain_guest_for(rt, loaded, img)?;
+    if img.python.is_none() && img.node.is_none() {
+        return Ok(g);
+    }
+    // A shell: the interpreters its `python3` and `node` start.
+    let mut programs = crate::guest::Programs::default();
+    if let Some(py) = &img.python {
+        programs.python = Some(plain_guest_for(rt, loaded, py)?);
+    }
+    if let Some(node) = &img.node {
+        programs.node = Some(plain_guest_for(rt, loaded, node)?);
+    }
+    Ok(g.with_programs(programs))
+}
+
+fn plain_guest_for(
+    rt: &Runtime,
+    loaded: &mut HashMap<String, Guest>,
+    img: &crate::worker::protocol::GuestImage,
+) -> Result<Guest, String> {
     use crate::worker::protocol::ImageKind;
     if let Some(g) = loaded.get(&img.path) {
         return Ok(g.clone());

@@ -30,7 +30,11 @@ pub(super) fn output(r: &RunResult, notebook: bool) -> Output {
             (r.exit_code.unwrap_or(0), false)
         }
         Status::Error => {
-            note(&mut stderr, message);
+            // A script's non-zero status is its own outcome: what it
+            // printed says why.
+            if r.error_code() != Some(plimsoll::run::EXIT_STATUS) {
+                note(&mut stderr, message);
+            }
             (
                 if notebook {
                     1

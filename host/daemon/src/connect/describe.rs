@@ -5,7 +5,7 @@ use super::*;
 
 /// The software a session runs: its interpreters, as one identity.
 pub(super) fn session_identity(app: &App) -> String {
-    let mut ids: Vec<String> = [Language::Python, Language::Javascript]
+    let mut ids: Vec<String> = [Language::Python, Language::Javascript, Language::Shell]
         .into_iter()
         .filter_map(|l| identity_of(app, l))
         .collect();
@@ -51,22 +51,35 @@ pub(super) fn describe(app: &App, caller: &Caller) -> Value {
     let py = identity_of(app, Language::Python).filter(|_| runs);
     let grants = !app.sandbox.grant_profiles().is_empty()
         && caller.grant_profiles.as_ref().is_none_or(|s| !s.is_empty());
+    let shell = identity_of(app, Language::Shell).filter(|_| runs);
     let sessions = app.sandbox.supports_sessions() && js.is_some() && py.is_some();
     let limits = app.sandbox.session_limits();
+    // A project runs CodeExecutor's exact Python and JavaScript steps
+    // with their interpreters, and any other steps in the shell.
+    let mut project_languages: Vec<&str> = Vec::new();
+    if js.is_some() {
+        project_languages.push("javascript");
+    }
+    if py.is_some() {
+        project_languages.push("python");
+    }
+    // Every project runs under this one identity (the interpreters and
+    // the shell together), whichever of them runs its steps.
+    let project_identity = if py.is_some() || js.is_some() || shell.is_some() {
+        session_identity(app)
+    } else {
+        String::new()
+    };
     let mut v = json!({
         "sandbox": iso.provider,
         "isolation": iso.tier.as_str(),
         "protocol": PROTOCOL,
-        "supportsProject": py.is_some(),
+        "supportsProject": py.is_some() || js.is_some() || shell.is_some(),
         "supportsJavascriptGrants": js.is_some() && grants,
         "supportsProjectGrants": py.is_some() && grants,
         "supportsSessions": sessions,
         "javascriptEnvironment": environment(js.as_deref().unwrap_or(""), env.wall_time_ms, &[]),
-        "projectEnvironment": environment(
-            py.as_deref().unwrap_or(""),
-            env.wall_time_ms,
-            if py.is_some() { &["python"] } else { &[] },
-        ),
+        "projectEnvironment": environment(&project_identity, env.wall_time_ms, &project_languages),
         "resources": {
             "memoryMb": env.memory_bytes / (1 << 20),
             "cpus": 1.0,

@@ -1,6 +1,20 @@
-//! `Run`: one run in a fresh sandbox.
+//! `Run`: one run in a fresh sandbox — JavaScript, or a project (files,
+//! steps, artifacts). CodeExecutor's two exact steps run their interpreter
+//! directly; any other steps run in the shell guest, each in a fresh
+//! instance over the project's workspace.
 
 use super::*;
+use plimsoll::sandbox::project::{ProjectOutcome, ProjectRequest, ProjectResult};
+
+/// What ran, for the answer and the record.
+pub(super) struct Ran {
+    /// The run (for a shell project: its last step, with the whole
+    /// project's wall time) that the audit line and the quotas see.
+    pub(super) summary: RunResult,
+    pub(super) result: ResultFacts,
+    /// Nothing ran, and the answer is the summary's error.
+    pub(super) failed: bool,
+}
 
 pub(super) async fn run(
     app: &App,
@@ -11,7 +25,7 @@ pub(super) async fn run(
     let env = Envelope::read(m)?;
     let payload = payload(m)?;
     let facts = env.facts(&payload);
-    let (mut req, identity, project) = match &payload {
+    let (mut req, identity, shape) = match &payload {
         Payload::Javascript {
             code,
             grant_profile,
@@ -22,7 +36,7 @@ pub(super) async fn run(
             if !grant_profile.is_empty() {
                 req.grants = vec![grant_profile.clone()];
             }
-            (req, identity, None)
+            (req, identity, Shape::Javascript)
         }
         Payload::Project {
             grant_profile,
@@ -33,20 +47,46 @@ pub(super) async fn run(
             if steps.is_empty() {
                 return Err(invalid("a project needs a step"));
             }
-            if steps.len() != 1 || steps[0] != PYTHON_STEP {
-                return Err(unsupported(
-                    "this daemon runs exactly one project step, CodeExecutor's Python step; the JavaScript step (node, ES modules) and shell steps are not supported",
-                ));
-            }
-            let identity = identity_of(app, Language::Python)
-                .ok_or_else(|| unsupported("this daemon has no Python interpreter"))?;
-            let mut req = RunRequest::code(Language::Python, PYTHON_STEP_CODE);
+            let (language, code, shape) = match steps.as_slice() {
+                [one] if one == PYTHON_STEP => (
+                    Language::Python,
+                    PYTHON_STEP_CODE.to_owned(),
+                    Shape::Interpreter(one.clone()),
+                ),
+                [one] if one == NODE_STEP => (
+                    Language::Javascript,
+                    node_step_code(),
+                    Shape::Interpreter(one.clone()),
+                ),
+                _ => (
+                    Language::Shell,
+                    steps.join("\n"),
+                    Shape::Shell(steps.clone()),
+                ),
+            };
+            // The project environment is the interpreters and the shell
+            // together: one identity (Describe states it) whichever of
+            // them runs the steps.
+            let guest = identity_of(app, language).ok_or_else(|| {
+                unsupported(if language == Language::Shell {
+                    "this daemon has no shell guest".to_owned()
+                } else {
+                    format!("this daemon has no {} interpreter", language.as_str())
+                })
+            })?;
+            let identity = session_identity(app);
+            let mut req = RunRequest::code(language, code);
             req.files = input_files(files);
             req.capture = artifacts.clone();
             if !grant_profile.is_empty() {
                 req.grants = vec![grant_profile.clone()];
             }
-            (req, identity, Some(steps[0].clone()))
+            if language != Language::Shell {
+                // The library checks the guest's own identity again
+                // immediately before dispatch.
+                req.require_identity = Some(guest);
+            }
+            (req, identity, shape)
         }
         Payload::Module { .. } => {
             return Err(unsupported("this daemon runs no modules"));
@@ -60,41 +100,75 @@ pub(super) async fn run(
     env.check_software(&identity)?;
     req.limits = env.limits(caller);
     req.minimum_isolation = env.floor;
-    // The library checks it again immediately before dispatch.
-    req.require_identity = Some(identity.clone());
+    if matches!(shape, Shape::Javascript) {
+        // The library checks it again immediately before dispatch.
+        req.require_identity = Some(identity.clone());
+    }
     let permit = app.admit_run(caller, &mut req).map_err(from_api)?;
     let started_ms = now_ms();
-    let r = app.sandbox.run_as(&caller.id, &req).await;
+    let ran = match &shape {
+        Shape::Shell(steps) => {
+            let preq = ProjectRequest {
+                files: req.files.clone(),
+                steps: steps.clone(),
+                capture: req.capture.clone(),
+                grants: req.grants.clone(),
+                limits: req.limits,
+                minimum_isolation: req.minimum_isolation,
+            };
+            let p = app.sandbox.run_project_as(&caller.id, &preq).await;
+            project_ran(p, started)
+        }
+        Shape::Interpreter(command) => {
+            let r = app.sandbox.run_as(&caller.id, &req).await;
+            let mut out = output(&r, false);
+            if r.status == Status::Ok && req.language == Some(Language::Javascript) {
+                // `__plimsoll_main` answers with node's exit status.
+                out.exit_code = exit_status_of(&r);
+            }
+            let result = ResultFacts::Project {
+                outcome: if out.timed_out { 3 } else { 1 },
+                outcome_detail: String::new(),
+                artifacts_truncated: r.artifacts_truncated,
+                steps: vec![Step {
+                    command: command.clone(),
+                    output: out,
+                    duration_ms: r.usage.wall_ms.round() as i64,
+                }],
+                artifacts: r
+                    .captured
+                    .iter()
+                    .map(|a| (a.path.clone(), a.content.as_bytes().to_vec()))
+                    .collect(),
+            };
+            let failed = matches!(r.status, Status::Refused | Status::WorkerLost);
+            Ran {
+                summary: r,
+                result,
+                failed,
+            }
+        }
+        Shape::Javascript => {
+            let r = app.sandbox.run_as(&caller.id, &req).await;
+            let out = output(&r, false);
+            let failed = matches!(r.status, Status::Refused | Status::WorkerLost);
+            Ran {
+                summary: r,
+                result: ResultFacts::Javascript(out),
+                failed,
+            }
+        }
+    };
     let ended_ms = now_ms();
     app.run_done(permit);
-    let mut audit = app.run_record("run", caller, &req, &r, started);
+    let r = &ran.summary;
+    let mut audit = app.run_record("run", caller, &req, r, started);
     audit.protocol = Some("connect");
     audit.trace_id = env.trace_id.clone();
-    if matches!(r.status, Status::Refused | Status::WorkerLost) {
-        app.settle(caller, &req, &r, audit)
-            .await
-            .map_err(from_api)?;
-        return Err(run_error(&r));
+    if ran.failed {
+        app.settle(caller, &req, r, audit).await.map_err(from_api)?;
+        return Err(run_error(r));
     }
-    let out = output(&r, false);
-    let result = match project {
-        None => ResultFacts::Javascript(out),
-        Some(command) => ResultFacts::Project {
-            outcome: if out.timed_out { 3 } else { 1 },
-            outcome_detail: String::new(),
-            artifacts_truncated: r.artifacts_truncated,
-            steps: vec![Step {
-                command,
-                output: out,
-                duration_ms: r.usage.wall_ms.round() as i64,
-            }],
-            artifacts: r
-                .captured
-                .iter()
-                .map(|a| (a.path.clone(), a.content.as_bytes().to_vec()))
-                .collect(),
-        },
-    };
     let iso = &r.isolation;
     let ev = Evidence {
         provider: iso.provider.clone(),
@@ -109,10 +183,102 @@ pub(super) async fn run(
         ended_unix_ms: ended_ms,
         ..RunRecord::default()
     };
-    let (body, rec) = run_response(&result, &ev, rec, ended_ms - started_ms);
+    let (body, rec) = run_response(&ran.result, &ev, rec, ended_ms - started_ms);
     audit.record_sha256 = Some(rec.record_sha256.clone());
-    app.settle(caller, &req, &r, audit)
-        .await
-        .map_err(from_api)?;
+    app.settle(caller, &req, r, audit).await.map_err(from_api)?;
     Ok(body)
+}
+
+/// Which runner a `Run` takes.
+enum Shape {
+    Javascript,
+    /// One of CodeExecutor's exact steps, run by its interpreter.
+    Interpreter(String),
+    /// Shell steps.
+    Shell(Vec<String>),
+}
+
+/// What `node .plimsoll/code.mjs` runs: the JavaScript guest's program
+/// entry point on that file, as an ES module.
+fn node_step_code() -> String {
+    let spec = json!({
+        "mode": "file",
+        "file": "/work/.plimsoll/code.mjs",
+        "argv": ["/usr/bin/node", "/work/.plimsoll/code.mjs"],
+        "cwd": "/work",
+        "env": { "HOME": "/work", "PATH": "/usr/local/bin:/usr/bin:/bin" },
+    });
+    format!("globalThis.__plimsoll_main({spec})")
+}
+
+/// The exit status a program entry point answered with (0–255).
+fn exit_status_of(r: &RunResult) -> i32 {
+    r.result
+        .as_deref()
+        .and_then(|v| v.trim().parse::<i32>().ok())
+        .filter(|v| (0..=255).contains(v))
+        .unwrap_or(1)
+}
+
+/// A shell project's answer: each step's output, the outcome, the
+/// artifacts; and the run the audit line sees.
+pub(super) fn project_ran(p: ProjectResult, started: Instant) -> Ran {
+    if let Some(r) = p.refused {
+        // Placing the files failed: no step began. Any other refusal is
+        // the request's error.
+        let setup = r.error_code() == Some("invalid_request");
+        let detail = p.detail;
+        return Ran {
+            failed: !setup,
+            result: ResultFacts::Project {
+                outcome: if setup { 2 } else { 0 },
+                outcome_detail: detail,
+                artifacts_truncated: false,
+                steps: Vec::new(),
+                artifacts: Vec::new(),
+            },
+            summary: r,
+        };
+    }
+    let outcome = match p.outcome {
+        ProjectOutcome::Completed => 1,
+        ProjectOutcome::SetupFailed => 2,
+        ProjectOutcome::TimedOut => 3,
+        ProjectOutcome::RunnerFailed => 5,
+    };
+    let steps: Vec<Step> = p
+        .steps
+        .iter()
+        .map(|s| Step {
+            command: s.command.clone(),
+            output: output(&s.result, false),
+            duration_ms: s.result.usage.wall_ms.round() as i64,
+        })
+        .collect();
+    let artifacts = p
+        .captured
+        .iter()
+        .map(|a| (a.path.clone(), a.content.as_bytes().to_vec()))
+        .collect();
+    let mut summary = match p.steps.into_iter().last() {
+        Some(s) => s.result,
+        None => RunResult::refused(
+            plimsoll::run::new_run_id(),
+            p.isolation.clone(),
+            "runner_failed",
+            p.detail.clone(),
+        ),
+    };
+    summary.usage.wall_ms = started.elapsed().as_secs_f64() * 1e3;
+    Ran {
+        summary,
+        failed: false,
+        result: ResultFacts::Project {
+            outcome,
+            outcome_detail: p.detail,
+            artifacts_truncated: p.artifacts_truncated,
+            steps,
+            artifacts,
+        },
+    }
 }

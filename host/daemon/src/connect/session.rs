@@ -59,6 +59,16 @@ pub(super) async fn open_session(
     ) else {
         return Err(unsupported("sessions need both interpreters"));
     };
+    let mut guests = vec![py, js];
+    // The shell that runs the session's projects (every Workspace call),
+    // over the same files; it starts with its first step.
+    match app.sandbox.interpreter_for(Language::Shell, None) {
+        Ok(shell) => guests.push(shell),
+        Err(e) if e.code == plimsoll::sandbox::WARMING_UP => {
+            return Err(from_api(ApiError::new(&e.code, e.message)));
+        }
+        Err(_) => {}
+    }
     let software = session_identity(app);
     env.check_software(&software)?;
     let per_owner = app.max_sessions_per_owner as usize;
@@ -69,7 +79,7 @@ pub(super) async fn open_session(
             ..RunRequest::default()
         },
         opts: Some(SessionOptions {
-            guests: vec![py, js],
+            guests,
             start,
             keep_on_failure: true,
             lifetime,
@@ -116,7 +126,7 @@ pub(super) async fn session_run(
     let env = Envelope::read(m)?;
     let id = session_id(m)?;
     let payload = payload(m)?;
-    let (language, code, files) = match &payload {
+    let work = match &payload {
         Payload::Cell {
             language,
             code,
@@ -127,18 +137,43 @@ pub(super) async fn session_run(
                 "javascript" => Language::Javascript,
                 _ => return Err(invalid("a cell's language is javascript or python")),
             };
-            (language, code.clone(), files.clone())
+            if code.is_empty() {
+                return Err(invalid("a cell needs code"));
+            }
+            Work::Cell {
+                language,
+                code: code.clone(),
+                files: files.clone(),
+            }
         }
+        Payload::Project {
+            grant_profile,
+            files,
+            steps,
+            artifacts,
+        } => {
+            if steps.is_empty() {
+                return Err(invalid("a project needs a step"));
+            }
+            Work::Project {
+                files: files.clone(),
+                steps: steps.clone(),
+                artifacts: artifacts.clone(),
+                grant_profile: grant_profile.clone(),
+            }
+        }
+        Payload::Javascript {
+            code,
+            grant_profile,
+        } => Work::Javascript {
+            code: code.clone(),
+            grant_profile: grant_profile.clone(),
+        },
         Payload::None => return Err(invalid("the payload is empty")),
-        _ => {
-            return Err(unsupported(
-                "a session runs cells; JavaScript runs and projects in a session are not supported",
-            ));
+        Payload::Module { .. } => {
+            return Err(unsupported("this daemon runs no modules"));
         }
     };
-    if code.is_empty() {
-        return Err(invalid("a cell needs code"));
-    }
     let facts = env.facts(&payload);
     let session = match valid_session_id(&id)
         .then(|| app.chains.get(&caller.id, &id))
@@ -148,14 +183,50 @@ pub(super) async fn session_run(
         None => return Err(gone(app, caller, &id)),
     };
     env.check_software(&session.software_identity)?;
-    let mut req = RunRequest {
-        language: Some(language),
-        code: Some(code),
-        files: input_files(&files),
-        limits: env.limits(caller),
-        minimum_isolation: env.floor,
-        ..RunRequest::default()
+    let mut req = match &work {
+        Work::Cell {
+            language,
+            code,
+            files,
+        } => RunRequest {
+            language: Some(*language),
+            code: Some(code.clone()),
+            files: input_files(files),
+            ..RunRequest::default()
+        },
+        Work::Project {
+            files,
+            steps,
+            artifacts,
+            grant_profile,
+        } => RunRequest {
+            language: Some(Language::Shell),
+            code: Some(steps.join("\n")),
+            files: input_files(files),
+            capture: artifacts.clone(),
+            grants: profiles(grant_profile),
+            ..RunRequest::default()
+        },
+        Work::Javascript {
+            code,
+            grant_profile,
+        } => RunRequest {
+            language: Some(Language::Shell),
+            code: Some(node_script(code)),
+            grants: profiles(grant_profile),
+            ..RunRequest::default()
+        },
     };
+    if !matches!(work, Work::Cell { .. })
+        && app.sandbox.interpreter_for(Language::Shell, None).is_err()
+    {
+        return Err(unsupported(
+            "this daemon has no shell guest: a session runs cells only",
+        ));
+    }
+    check_profiles(caller, &req.grants).map_err(from_api)?;
+    req.limits = env.limits(caller);
+    req.minimum_isolation = env.floor;
     // Admitted before it waits, so that a caller's calls queued on its
     // sessions count against its own concurrency cap: the queue is bounded
     // per caller, and no one else's runs wait for it.
@@ -166,18 +237,58 @@ pub(super) async fn session_run(
         return Err(gone(app, caller, &id));
     }
     let started_ms = now_ms();
-    let ev = app
-        .sandbox
-        .evaluate(&caller.id, &id, &req, Turn::Wait)
-        .await;
+    let (summary, result, setup_failed) = match &work {
+        Work::Cell { .. } => {
+            let ev = app
+                .sandbox
+                .evaluate(&caller.id, &id, &req, Turn::Wait)
+                .await;
+            let result = ResultFacts::Cell {
+                output: output(&ev.result, true),
+                interpreter_started: ev.interpreter_started,
+                interpreter_ended: ev.interpreter_ended,
+            };
+            (ev.result, result, false)
+        }
+        Work::Project { .. } | Work::Javascript { .. } => {
+            let steps = match &work {
+                Work::Project { steps, .. } => steps.clone(),
+                _ => vec![req.code.clone().unwrap_or_default()],
+            };
+            let preq = plimsoll::sandbox::project::ProjectRequest {
+                files: req.files.clone(),
+                steps,
+                capture: req.capture.clone(),
+                grants: req.grants.clone(),
+                limits: req.limits,
+                minimum_isolation: req.minimum_isolation,
+            };
+            let p = app
+                .sandbox
+                .run_project_in_session(&caller.id, &id, &preq)
+                .await;
+            let ran = super::run::project_ran(p, started);
+            let setup = matches!(ran.result, ResultFacts::Project { outcome: 2, .. });
+            let result = match (&work, ran.result) {
+                (Work::Javascript { .. }, ResultFacts::Project { steps, .. }) => {
+                    match steps.into_iter().next() {
+                        Some(s) => ResultFacts::Javascript(s.output),
+                        None => ResultFacts::Javascript(output(&ran.summary, false)),
+                    }
+                }
+                (_, r) => r,
+            };
+            (ran.summary, result, setup)
+        }
+    };
     let ended_ms = now_ms();
     app.run_done(permit);
     app.metrics.set_sessions(app.sandbox.session_total());
-    let r = &ev.result;
+    let r = &summary;
     let mut audit = app.run_record("session_run", caller, &req, r, started);
     audit.protocol = Some("connect");
     audit.trace_id = env.trace_id.clone();
-    if r.status == Status::Refused {
+    if r.status == Status::Refused && !setup_failed {
         let _ = app.settle(caller, &req, r, audit).await;
         if r.error_code() == Some("unknown_session") {
             return Err(gone(app, caller, &id));
@@ -200,11 +311,6 @@ pub(super) async fn session_run(
         sequence: chain.calls + 1,
         previous_sha256: chain.last.clone(),
         ..RunRecord::default()
-    };
-    let result = ResultFacts::Cell {
-        output: output(r, true),
-        interpreter_started: ev.interpreter_started,
-        interpreter_ended: ev.interpreter_ended,
     };
     let (body, rec) = run_response(&result, &evidence, base.clone(), ended_ms - started_ms);
     audit.record_sha256 = Some(rec.record_sha256.clone());
@@ -235,6 +341,40 @@ pub(super) async fn session_run(
         out["endDetail"] = end.as_str().into();
     }
     Ok(out)
+}
+
+/// What a `SessionRun` asks for.
+enum Work {
+    /// A cell in the session's notebook interpreter.
+    Cell {
+        language: Language,
+        code: String,
+        files: Vec<File>,
+    },
+    /// Shell steps on the session's files.
+    Project {
+        files: Vec<File>,
+        steps: Vec<String>,
+        artifacts: Vec<String>,
+        grant_profile: String,
+    },
+    /// A script in a fresh JavaScript instance on the session's files
+    /// (`node -e`, started by the shell).
+    Javascript { code: String, grant_profile: String },
+}
+
+fn profiles(p: &str) -> Vec<String> {
+    if p.is_empty() {
+        Vec::new()
+    } else {
+        vec![p.to_owned()]
+    }
+}
+
+/// The shell text that runs `code` as `node -e` does, the code one
+/// single-quoted word (a `'` in it closes, escapes and reopens the quote).
+fn node_script(code: &str) -> String {
+    format!("node -e '{}'", code.replace('\'', "'\\''"))
 }
 
 pub(super) async fn close_session(

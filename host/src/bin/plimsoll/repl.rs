@@ -23,6 +23,12 @@ fn opens_block(line: &str) -> bool {
         || t.ends_with('\\')
 }
 
+/// What runs one line of a shell session: the line (placed in
+/// `.plimsoll-shell/cmd`) after the working directory and exported
+/// variables the last line left, which it then saves (plimsoll-client's
+/// Workspace step, byte for byte).
+const SHELL_LINE: &str = r#"__plimsoll_s="$PWD/.plimsoll-shell"; mkdir -p "$__plimsoll_s"; pwd > "$__plimsoll_s/root"; [ -f "$__plimsoll_s/env" ] && . "$__plimsoll_s/env"; [ -f "$__plimsoll_s/cwd" ] && cd "$(cat "$__plimsoll_s/cwd")" 2>/dev/null; . "$__plimsoll_s/cmd"; __plimsoll_rc=$?; export -p | grep -Ev '^export (PWD|OLDPWD|__plimsoll_)' > "$__plimsoll_s/env.new"; mv "$__plimsoll_s/env.new" "$__plimsoll_s/env"; pwd > "$__plimsoll_s/cwd"; exit $__plimsoll_rc"#;
+
 /// Reads cells from stdin and runs each in one session.
 pub(crate) async fn repl(args: ReplArgs) -> ExitCode {
     use std::io::{BufRead, IsTerminal};
@@ -38,14 +44,18 @@ pub(crate) async fn repl(args: ReplArgs) -> ExitCode {
     if scientific && cfg.scientific.is_none() {
         cfg.scientific = plimsoll::config::default_scientific_dir();
     }
+    // A shell also loads the interpreters its `python3` and `node` start.
     cfg.interpreters
-        .retain(|(l, _)| *l == language && !scientific);
+        .retain(|(l, _)| (*l == language || language == Language::Shell) && !scientific);
     if !scientific {
         cfg.scientific = None;
     } else if cfg.scientific.is_none() && cfg.provider != ProviderKind::Disabled {
         return fail(NO_SCIENTIFIC);
     }
-    if cfg.provider != ProviderKind::Disabled && !scientific && cfg.interpreters.is_empty() {
+    if cfg.provider != ProviderKind::Disabled
+        && !scientific
+        && !cfg.interpreters.iter().any(|(l, _)| *l == language)
+    {
         return fail(&format!(
             "no {} interpreter component found: build it with `make guests`",
             language.as_str()
@@ -107,8 +117,23 @@ pub(crate) async fn repl(args: ReplArgs) -> ExitCode {
         if cell.trim().is_empty() {
             continue;
         }
+        let (code, files) = if language == Language::Shell {
+            // Each line runs in a fresh shell (one process per command);
+            // its working directory and exported variables carry over in
+            // the workspace, as plimsoll-client's Workspace keeps them.
+            (
+                SHELL_LINE.to_owned(),
+                vec![plimsoll::run::InputFile {
+                    path: ".plimsoll-shell/cmd".into(),
+                    content: cell.as_str().into(),
+                }],
+            )
+        } else {
+            (cell, Vec::new())
+        };
         let req = RunRequest {
-            code: Some(cell),
+            code: Some(code),
+            files,
             grants: args.grants.clone(),
             limits: Limits {
                 wall_time_ms: args.timeout_ms,

@@ -77,20 +77,22 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
     if scientific && cfg.scientific.is_none() {
         cfg.scientific = plimsoll::config::default_scientific_dir();
     }
-    cfg.interpreters
-        .retain(|(l, _)| Some(*l) == language && !disabled && !scientific);
+    // A shell also loads the interpreters its `python3` and `node` start.
+    cfg.interpreters.retain(|(l, _)| {
+        (Some(*l) == language || language == Some(Language::Shell)) && !disabled && !scientific
+    });
     if !scientific {
         cfg.scientific = None;
     } else if cfg.scientific.is_none() && !disabled {
         return fail(NO_SCIENTIFIC);
     }
     if let (Some(l), false, false) = (language, disabled, scientific)
-        && cfg.interpreters.is_empty()
+        && !cfg.interpreters.iter().any(|(have, _)| *have == l)
     {
         return fail(&format!(
             "no {} interpreter component found: build it with `make guests` or set PLIMSOLL_{}_COMPONENT",
             l.as_str(),
-            l.as_str().to_ascii_uppercase()
+            l.file_stem().to_ascii_uppercase()
         ));
     }
     let sandbox = match Sandbox::new(cfg) {

@@ -50,7 +50,22 @@ impl Pool {
                 .all(|i| w.images.contains(&i.path))
     }
 
+    /// The image a worker loads for `guest`; for a shell, with the images
+    /// of the interpreters its `python3` and `node` start.
     pub(super) fn image_for(&self, guest: &Guest) -> Result<GuestImage, ErrorInfo> {
+        let mut img = self.plain_image_for(guest)?;
+        if let Some(programs) = guest.programs() {
+            if let Some(py) = &programs.python {
+                img.python = Some(Box::new(self.plain_image_for(py)?));
+            }
+            if let Some(node) = &programs.node {
+                img.node = Some(Box::new(self.plain_image_for(node)?));
+            }
+        }
+        Ok(img)
+    }
+
+    fn plain_image_for(&self, guest: &Guest) -> Result<GuestImage, ErrorInfo> {
         if let Some(img) = self
             .images
             .lock()
@@ -91,6 +106,7 @@ impl Pool {
         mut p: Pooled,
         images: &[GuestImage],
     ) -> Result<Pooled, ErrorInfo> {
+        let images = crate::worker::protocol::flatten_images(images);
         if !pool.wrapper.images_fixed_at_start()
             || images.iter().all(|i| p.worker.images.contains(&i.path))
         {
@@ -98,7 +114,7 @@ impl Pool {
         }
         let share = p.share.take();
         drop(p);
-        let mut p = pool.start_now_with(images).await?;
+        let mut p = pool.start_now_with(&images).await?;
         p.share = share;
         Ok(p)
     }
@@ -121,6 +137,8 @@ pub(super) fn write_image(
         } else {
             ImageKind::Component
         },
+        python: None,
+        node: None,
     })
 }
 

@@ -234,6 +234,7 @@ impl Worker {
         images: &[GuestImage],
         broker: &RunBroker,
     ) -> Result<FromWorker, WorkerError> {
+        let images = crate::worker::protocol::flatten_images(images);
         let loads = images
             .iter()
             .any(|g| g.kind == ImageKind::Core && !self.cores.contains(&g.path));
