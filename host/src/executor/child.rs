@@ -411,6 +411,8 @@ fn absolute(cwd: &str, file: &str) -> String {
 mod tests {
     use super::*;
 
+    type R = Result<(), Box<dyn std::error::Error>>;
+
     fn inv(program: &str, args: &[&str]) -> Invocation {
         Invocation {
             program: program.into(),
@@ -421,13 +423,13 @@ mod tests {
         }
     }
 
-    fn spec(args: &[&str]) -> serde_json::Value {
-        serde_json::from_str(&node_spec(&inv("node", args)).unwrap()).unwrap()
+    fn spec(args: &[&str]) -> Result<serde_json::Value, Box<dyn std::error::Error>> {
+        Ok(serde_json::from_str(&node_spec(&inv("node", args))?)?)
     }
 
     #[test]
-    fn node_command_lines_become_specs() {
-        let s = spec(&["main.mjs", "a", "b"]);
+    fn node_command_lines_become_specs() -> R {
+        let s = spec(&["main.mjs", "a", "b"])?;
         assert_eq!(s["mode"], "file");
         assert_eq!(s["file"], "main.mjs");
         assert_eq!(
@@ -436,34 +438,36 @@ mod tests {
         );
         assert_eq!(s["cwd"], "/work/src");
         assert_eq!(s["env"]["A"], "1");
-        let s = spec(&["-e", "console.log(1)", "x"]);
+        let s = spec(&["-e", "console.log(1)", "x"])?;
         assert_eq!(s["mode"], "eval");
         assert_eq!(s["code"], "console.log(1)");
         assert_eq!(s["argv"], serde_json::json!(["/usr/bin/node", "x"]));
-        assert_eq!(spec(&["-p", "1+1"])["mode"], "print");
-        assert_eq!(spec(&[])["mode"], "stdin");
-        assert_eq!(spec(&["-"])["mode"], "stdin");
-        assert_eq!(spec(&["../lib/x.js"])["argv"][1], "/work/lib/x.js");
+        assert_eq!(spec(&["-p", "1+1"])?["mode"], "print");
+        assert_eq!(spec(&[])?["mode"], "stdin");
+        assert_eq!(spec(&["-"])?["mode"], "stdin");
+        assert_eq!(spec(&["../lib/x.js"])?["argv"][1], "/work/lib/x.js");
         assert!(node_spec(&inv("node", &["--inspect"])).is_err());
         assert!(node_spec(&inv("node", &["-e"])).is_err());
+        Ok(())
     }
 
     #[test]
-    fn the_python_cell_carries_the_invocation_as_a_literal() {
+    fn the_python_cell_carries_the_invocation_as_a_literal() -> R {
         let mut i = inv("python3", &["-c", "print('\"\\'''\\n')", "x"]);
         i.env.push(("Q".into(), "\u{1F600}\"'".into()));
         let cell = python_cell(&i);
-        let last = cell.lines().last().unwrap();
+        let last = cell.lines().last().ok_or("an empty cell")?;
         let literal = last
             .strip_prefix("__plimsoll_program(")
             .and_then(|l| l.strip_suffix(')'))
-            .unwrap();
+            .ok_or("the cell does not end with the call")?;
         // A JSON string literal holding the JSON spec: nothing of the
         // caller's text is code.
-        let inner: String = serde_json::from_str(literal).unwrap();
-        let spec: serde_json::Value = serde_json::from_str(&inner).unwrap();
+        let inner: String = serde_json::from_str(literal)?;
+        let spec: serde_json::Value = serde_json::from_str(&inner)?;
         assert_eq!(spec["args"][1], "print('\"\\'''\\n')");
         assert_eq!(spec["env"]["Q"], "\u{1F600}\"'");
         assert!(!last.contains('\n'));
+        Ok(())
     }
 }
