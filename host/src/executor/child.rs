@@ -290,7 +290,11 @@ fn python_cell(inv: &Invocation) -> String {
     let literal = serde_json::Value::String(spec).to_string();
     // The module from the guest's snapshot, never one a workspace file
     // could shadow (`sys.modules`, not an import); else this copy of it.
-    let fallback = serde_json::Value::String(PYTHON_PROGRAM.to_owned()).to_string();
+    // Quoted once per process, not per start.
+    static FALLBACK: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        serde_json::Value::String(PYTHON_PROGRAM.to_owned()).to_string()
+    });
+    let fallback = FALLBACK.as_str();
     format!(
         "__plimsoll_program = getattr(__import__('sys').modules.get('plimsoll_program'), 'main', None)\n\
          if __plimsoll_program is None:\n    \
