@@ -137,6 +137,14 @@ impl Setup {
             ),
         )
         .expect("grants");
+        // Fuel enough that only a run's deadline ends a busy guest (see
+        // `TEST_FUEL`); a test may still set its own envelope.
+        let envelope = tmp.path().join("envelope.json");
+        std::fs::write(
+            &envelope,
+            serde_json::to_string(&super::test_envelope()).expect("json"),
+        )
+        .expect("envelope");
         let cache = repo().join("target/test-cache");
         let env = vec![
             ("SANDBOX_PROVIDER", "wasm".to_string()),
@@ -151,6 +159,7 @@ impl Setup {
             ),
             ("PLIMSOLL_CLIENTS_FILE", clients.display().to_string()),
             ("PLIMSOLL_GRANTS_FILE", grants.display().to_string()),
+            ("PLIMSOLL_ENVELOPE_FILE", envelope.display().to_string()),
             ("ORDERS_TOKEN", upstream::STATIC_TOKEN.into()),
             ("PLIMSOLL_LOG", "warn".into()),
         ];

@@ -11,6 +11,20 @@ use plimsoll::{
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+/// Fuel enough that only a run's deadline ends a busy guest, however fast
+/// the machine: the default envelope's 20 billion units last about 1.4 s of
+/// a tight loop here, so a test that waits for a `timeout` must not race
+/// the fuel. Tests of `cpu_exhausted` ask for less fuel in their limits.
+pub const TEST_FUEL: u64 = 10_000_000_000_000;
+
+/// The default envelope with [`TEST_FUEL`].
+pub fn test_envelope() -> plimsoll::Envelope {
+    plimsoll::Envelope {
+        fuel: TEST_FUEL,
+        ..plimsoll::Envelope::default()
+    }
+}
+
 /// Where `make guests` leaves the guest components.
 pub fn guests_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("PLIMSOLL_GUESTS_DIR") {
@@ -84,6 +98,7 @@ pub fn try_sandbox_in(
             ..RuntimeConfig::default()
         },
         interpreters: interpreters(),
+        envelope: test_envelope(),
         ..SandboxConfig::default()
     };
     tweak(&mut cfg);
