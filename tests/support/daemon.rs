@@ -137,12 +137,17 @@ impl Setup {
             ),
         )
         .expect("grants");
-        // Fuel enough that only a run's deadline ends a busy guest (see
-        // `TEST_FUEL`); a test may still set its own envelope.
+        // Fuel enough that only a run's deadline ends a busy guest (as
+        // `support::TEST_FUEL` in the library's tests); a test may still
+        // set its own envelope.
         let envelope = tmp.path().join("envelope.json");
+        let test_envelope = plimsoll::Envelope {
+            fuel: 10_000_000_000_000,
+            ..plimsoll::Envelope::default()
+        };
         std::fs::write(
             &envelope,
-            serde_json::to_string(&super::test_envelope()).expect("json"),
+            serde_json::to_string(&test_envelope).expect("json"),
         )
         .expect("envelope");
         let cache = repo().join("target/test-cache");
