@@ -30,6 +30,10 @@ for line in sys.stdin:
     if m.get("reason") != "compiler-artifact":
         continue
     target = m.get("target", {})
+    # A library's own unit-test harness is reported with kind "lib" too,
+    # under the test profile: that is a test binary, not the library.
+    if m.get("profile", {}).get("test"):
+        continue
     if target.get("name") == pkg and "lib" in target.get("kind", []):
         seen.add("fresh" if m.get("fresh") else "compiled")
 print(" ".join(sorted(seen)))
