@@ -187,6 +187,9 @@ pub const ECHO_MODES: &[&str] = &[
     "te-gzip",
     "gzip-no-header",
     "zlib-inside",
+    "zlib-small-window",
+    "gzip-nested",
+    "set-cookie",
     "location",
     "www-authenticate",
     "signature",
@@ -207,6 +210,24 @@ pub fn clean_body(mode: &str) -> Vec<u8> {
         "clean-gzip" => encode::gzip(b"{\"ok\": true, \"clean\": \"no credential here\"}"),
         _ => encode::gzip(&[7u8; 50_000]),
     }
+}
+
+/// `data` as zlib with the smallest window (CMF 0x08 | 1 << 4) and its
+/// Adler-32: the raw deflate stream of small text never reaches back
+/// more than 512 bytes.
+fn small_window_zlib(data: &[u8]) -> Vec<u8> {
+    use plimsoll::grant::reflection::codings::encode;
+    let (mut a, mut b) = (1u32, 0u32);
+    for &x in data {
+        a = (a + u32::from(x)) % 65521;
+        b = (b + a) % 65521;
+    }
+    let cmf: u8 = 0x18;
+    let flg: u8 = (31 - ((u16::from(cmf) * 256) % 31) as u8) % 31;
+    let mut z = vec![cmf, flg];
+    z.extend_from_slice(&encode::raw_deflate(data));
+    z.extend_from_slice(&((b << 16) | a).to_be_bytes());
+    z
 }
 
 fn base64_wrapped(text: &str, width: usize, eol: &str) -> String {
@@ -359,6 +380,26 @@ fn echo(mode: &str, auth: &str) -> hyper::Response<Body> {
             b.extend_from_slice(b" trailing bytes");
             with(200, &[], b)
         }
+        // zlib with a 512-byte window (its header starts 0x18, not 0x78),
+        // which Python's `zlib.decompress` reads.
+        "zlib-small-window" => {
+            let mut b = b"binary prefix ".to_vec();
+            b.extend_from_slice(&small_window_zlib(raw_json.as_bytes()));
+            with(200, &[], b)
+        }
+        // Five gzips inside each other, no header saying so.
+        "gzip-nested" => {
+            let mut b = raw_json.clone().into_bytes();
+            for _ in 0..5 {
+                b = encode::gzip(&b);
+            }
+            with(200, &[], b)
+        }
+        "set-cookie" => with(
+            200,
+            &[("set-cookie", format!("session={token}; Path=/; HttpOnly"))],
+            b"{}".to_vec(),
+        ),
         "location" => with(
             302,
             &[("location", format!("https://elsewhere.example/?t={token}"))],

@@ -67,6 +67,40 @@ fn retry_after(headers: &http::HeaderMap) -> Duration {
         .unwrap_or(DEFAULT_RETRY_AFTER)
 }
 
+/// Answers at least this large are inspected on a blocking thread: their
+/// decoding may take milliseconds, which must not stall the runtime's
+/// other tasks.
+const INSPECT_INLINE_MAX: usize = 256 * 1024;
+
+/// [`crate::grant::reflection::inspect`] of an answer, off the async
+/// runtime's threads when the answer is large.
+async fn inspect_off_the_runtime(
+    grant: std::sync::Arc<crate::grant::Grant>,
+    headers: http::HeaderMap,
+    trailers: Option<http::HeaderMap>,
+    body: bytes::Bytes,
+    cap: usize,
+) -> Result<Vec<u8>, Withheld> {
+    let small = body.len() < INSPECT_INLINE_MAX;
+    let run = move || {
+        crate::grant::reflection::inspect(
+            grant.reflection(),
+            &headers,
+            trailers.as_ref(),
+            body.to_vec(),
+            cap,
+        )
+    };
+    if small {
+        return run();
+    }
+    tokio::task::spawn_blocking(run)
+        .await
+        .unwrap_or(Err(Withheld::Undecodable(
+            "the answer could not be checked",
+        )))
+}
+
 impl RunBroker {
     /// Sends a checked call; the run's lock is not held while waiting.
     pub(super) async fn send(&self, c: Checked) -> Result<Response, CallError> {
@@ -93,22 +127,18 @@ impl RunBroker {
                     .take(MAX_RESPONSE_HEADERS)
                     .collect();
                 let cap = usize::try_from(c.response_cap).unwrap_or(usize::MAX);
-                let body = crate::grant::reflection::inspect(
-                    c.grant.reflection(),
-                    &resp.headers,
-                    resp.trailers.as_ref(),
-                    resp.body.to_vec(),
-                    cap,
-                )
-                .map_err(|w| match w {
-                    Withheld::Reflected(why) => {
-                        CallError::Upstream(format!("{REFLECTED_PREFIX}{why}"))
-                    }
-                    Withheld::Undecodable(why) => {
-                        CallError::Upstream(format!("{UNDECODABLE_PREFIX}{why}"))
-                    }
-                    Withheld::TooLarge => CallError::ResponseTooLarge,
-                })?;
+                let body =
+                    inspect_off_the_runtime(c.grant, resp.headers, resp.trailers, resp.body, cap)
+                        .await
+                        .map_err(|w| match w {
+                            Withheld::Reflected(why) => {
+                                CallError::Upstream(format!("{REFLECTED_PREFIX}{why}"))
+                            }
+                            Withheld::Undecodable(why) => {
+                                CallError::Upstream(format!("{UNDECODABLE_PREFIX}{why}"))
+                            }
+                            Withheld::TooLarge => CallError::ResponseTooLarge,
+                        })?;
                 Ok(Response {
                     status: resp.status,
                     headers,

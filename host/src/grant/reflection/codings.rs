@@ -134,47 +134,85 @@ pub fn read_bounded(mut r: impl Read, limit: usize) -> (Vec<u8>, End) {
 pub enum Embedded {
     /// `1f 8b 08`.
     Gzip,
-    /// `78 01`, `78 5e`, `78 9c`, `78 da` (what zlib writes at every level).
+    /// A zlib header: `CMF` with method 8 and any window size (`08`, `18`,
+    /// … `78`), then an `FLG` whose check bits make the pair a multiple of
+    /// 31, at every compression level, without a preset dictionary: every
+    /// header `zlib.decompress` reads.
     Zlib,
     /// `28 b5 2f fd`.
     Zstd,
 }
 
-impl Embedded {
-    /// The magic byte strings, in the order of [`Embedded::from_pattern`].
-    pub const MAGICS: [&'static [u8]; 6] = [
-        b"\x1f\x8b\x08",
-        b"\x78\x01",
-        b"\x78\x5e",
-        b"\x78\x9c",
-        b"\x78\xda",
-        b"\x28\xb5\x2f\xfd",
-    ];
+/// The zlib headers [`Embedded::Zlib`] stands for: 8 window sizes × 4
+/// levels.
+const ZLIB_HEADERS: [[u8; 2]; 32] = zlib_headers();
 
-    /// The kind of stream a match of `MAGICS[i]` starts.
+const fn zlib_headers() -> [[u8; 2]; 32] {
+    let mut out = [[0u8; 2]; 32];
+    let mut i = 0;
+    while i < 32 {
+        let cmf = (((i / 4) as u8) << 4) | 8;
+        let level = (i % 4) as u8;
+        let base = (cmf as u16) * 256 + ((level as u16) << 6);
+        let check = (31 - base % 31) % 31;
+        out[i] = [cmf, (level << 6) | check as u8];
+        i += 1;
+    }
+    out
+}
+
+/// The magic byte strings, in the order of [`Embedded::from_pattern`]:
+/// gzip, the 32 zlib headers, zstd.
+pub fn magics() -> Vec<&'static [u8]> {
+    let mut m: Vec<&'static [u8]> = vec![b"\x1f\x8b\x08"];
+    m.extend(ZLIB_HEADERS.iter().map(|h| h.as_slice()));
+    m.push(b"\x28\xb5\x2f\xfd");
+    m
+}
+
+/// What decoding a stream found inside an answer gave.
+#[derive(Debug)]
+pub struct Prefix {
+    /// The bytes decoded, at most the limit.
+    pub out: Vec<u8>,
+    /// How the decoding ended.
+    pub end: End,
+    /// How many input bytes the decoder read: the work it cost.
+    pub read: usize,
+}
+
+impl Embedded {
+    /// The kind of stream a match of `magics()[i]` starts.
     pub fn from_pattern(i: usize) -> Embedded {
         match i {
             0 => Embedded::Gzip,
-            1..=4 => Embedded::Zlib,
+            1..=32 => Embedded::Zlib,
             _ => Embedded::Zstd,
         }
     }
 
     /// Decodes the stream at the start of `input` as far as it goes (at most
     /// `limit` bytes): a guest could decode that much too.
-    pub fn decode_prefix(self, input: &[u8], limit: usize) -> (Vec<u8>, End) {
-        match self {
-            Embedded::Gzip => read_bounded(flate2::read::MultiGzDecoder::new(input), limit),
-            Embedded::Zlib => read_bounded(flate2::read::ZlibDecoder::new(input), limit),
-            Embedded::Zstd => match zstd::stream::read::Decoder::new(input) {
+    pub fn decode_prefix(self, input: &[u8], limit: usize) -> Prefix {
+        let mut rest = input;
+        let (out, end) = match self {
+            Embedded::Gzip => read_bounded(flate2::bufread::MultiGzDecoder::new(&mut rest), limit),
+            Embedded::Zlib => read_bounded(flate2::bufread::ZlibDecoder::new(&mut rest), limit),
+            Embedded::Zstd => match zstd::stream::read::Decoder::with_buffer(&mut rest) {
                 Ok(mut d) => {
                     if d.window_log_max(ZSTD_MAX_WINDOW_LOG).is_err() {
-                        return (Vec::new(), End::Error);
+                        (Vec::new(), End::Error)
+                    } else {
+                        read_bounded(d, limit)
                     }
-                    read_bounded(d, limit)
                 }
                 Err(_) => (Vec::new(), End::Error),
             },
+        };
+        Prefix {
+            out,
+            end,
+            read: input.len() - rest.len(),
         }
     }
 }
@@ -302,8 +340,45 @@ mod tests {
             Err(DecodeError::Invalid)
         );
         let g = gzip(b"a fairly long text that is cut in the middle");
-        let (part, end) = Embedded::Gzip.decode_prefix(&g[..g.len() - 6], 100);
-        assert_eq!(end, End::Error);
-        assert!(b"a fairly long text".starts_with(&part[..part.len().min(18)]));
+        let p = Embedded::Gzip.decode_prefix(&g[..g.len() - 6], 100);
+        assert_eq!(p.end, End::Error);
+        assert!(b"a fairly long text".starts_with(&p.out[..p.out.len().min(18)]));
+        assert_eq!(p.read, g.len() - 6);
+    }
+
+    #[test]
+    fn every_zlib_header_is_a_magic_and_each_is_valid() {
+        let m = magics();
+        assert_eq!(m.len(), 34);
+        for h in &ZLIB_HEADERS {
+            assert_eq!((u16::from(h[0]) * 256 + u16::from(h[1])) % 31, 0, "{h:?}");
+            assert_eq!(h[0] & 0x0f, 8);
+            assert_eq!(h[1] & 0x20, 0, "no preset dictionary");
+        }
+        // Every header, with a deflate stream and its Adler-32 behind it
+        // (what zlib writes with a small window, `wbits=9`, starts 0x18):
+        // each is found and decoded.
+        let data = b"small window, any level";
+        for h in &ZLIB_HEADERS {
+            let mut z = h.to_vec();
+            z.extend_from_slice(&encode::raw_deflate(data));
+            z.extend_from_slice(&adler32(data).to_be_bytes());
+            assert!(m.iter().any(|p| z.starts_with(p)), "{h:02x?}");
+            let p = Embedded::Zlib.decode_prefix(&z, 100);
+            assert_eq!(
+                (p.out.as_slice(), p.end),
+                (&data[..], End::Complete),
+                "{h:02x?}"
+            );
+        }
+    }
+
+    fn adler32(data: &[u8]) -> u32 {
+        let (mut a, mut b) = (1u32, 0u32);
+        for &x in data {
+            a = (a + u32::from(x)) % 65521;
+            b = (b + a) % 65521;
+        }
+        (b << 16) | a
     }
 }

@@ -11,8 +11,9 @@
 //!    gzip download keeps working), but they are decoded for the search.
 //! 3. **Streams inside** any of those layers, found by their magic bytes
 //!    whatever the headers say (gzip, zlib, zstd), are decoded as far as
-//!    they go, and their output is searched too, recursively
-//!    ([`MAX_DEPTH`]).
+//!    they go, and their output is searched too, recursively, to
+//!    [`MAX_DEPTH`]; a stream found deeper than that is not followed but
+//!    refused (fail closed: the guest could decode it).
 //!
 //! Every layer, every header name and value and every trailer is searched
 //! for the credential in all its fixed forms (one automaton per layer,
@@ -28,12 +29,18 @@ use super::codings::{Coding, DecodeError, Embedded, End};
 use aho_corasick::AhoCorasick;
 use std::sync::OnceLock;
 
-/// How deep streams inside streams are followed.
-pub const MAX_DEPTH: usize = 3;
-/// Streams found by magic bytes that are decoded per answer; an answer
-/// with more is withheld (it cannot be checked). Random binary data holds
-/// about one zlib-looking pair per 16 KiB.
-pub const MAX_EMBEDDED: usize = 1024;
+/// How deep streams inside streams are followed; an answer with a stream
+/// deeper still (one that decodes to anything at all) is withheld. Real
+/// content nests two or three streams (a `.tar.gz` of PNGs); sixteen are
+/// only there to hide something.
+pub const MAX_DEPTH: usize = 16;
+/// The work the embedded search may spend, as input bytes fed to its
+/// decoders, per byte of the response cap. A false match in binary data
+/// (about one per 2 KiB of random bytes) fails within a few bytes; a
+/// crafted answer whose every match decodes a long stream of empty blocks
+/// is withheld once this is spent, so the search costs at most this many
+/// passes over the answer.
+pub const WORK_PER_CAP_BYTE: usize = 8;
 /// Codings stacked in one header that are accepted.
 pub const MAX_STACKED: usize = 4;
 
@@ -99,14 +106,14 @@ fn undo(mut body: Vec<u8>, codings: &[Coding], cap: usize) -> Result<Vec<u8>, Wi
 fn magic_finder() -> Option<&'static AhoCorasick> {
     static FINDER: OnceLock<Option<AhoCorasick>> = OnceLock::new();
     FINDER
-        .get_or_init(|| AhoCorasick::new(Embedded::MAGICS).ok())
+        .get_or_init(|| AhoCorasick::new(super::codings::magics()).ok())
         .as_ref()
 }
 
-/// The decoded-byte budget and stream count the embedded search spends.
+/// The decoded bytes and the decoder input the embedded search spends.
 struct Budget {
     bytes: usize,
-    streams: usize,
+    work: usize,
 }
 
 /// Searches `layer` and the streams inside it, to `depth`.
@@ -122,9 +129,6 @@ fn search_layer(
             "the upstream's answer contained the call's credential; the answer was withheld",
         ));
     }
-    if depth >= MAX_DEPTH {
-        return Ok(());
-    }
     let Some(finder) = magic_finder() else {
         return Err(Withheld::Undecodable("the answer could not be checked"));
     };
@@ -132,21 +136,29 @@ fn search_layer(
         if skip_start && m.start() == 0 {
             continue;
         }
-        budget.streams += 1;
-        if budget.streams > MAX_EMBEDDED {
-            return Err(Withheld::Undecodable(
-                "the answer holds more compressed streams than the host checks; it was withheld",
-            ));
-        }
         let kind = Embedded::from_pattern(m.pattern().as_usize());
-        let (out, end) = kind.decode_prefix(&layer[m.start()..], budget.bytes);
-        if end == End::Limit {
+        let p = kind.decode_prefix(&layer[m.start()..], budget.bytes);
+        budget.work = budget
+            .work
+            .checked_sub(p.read)
+            .ok_or(Withheld::Undecodable(
+                "the answer holds more compressed data than the host checks; it was withheld",
+            ))?;
+        if p.end == End::Limit {
             return Err(Withheld::TooLarge);
         }
-        budget.bytes -= out.len();
-        if !out.is_empty() {
-            search_layer(guard, &out, false, depth + 1, budget)?;
+        if p.out.is_empty() {
+            continue;
         }
+        if depth >= MAX_DEPTH {
+            // The guest could decode this too, and it would not be
+            // searched: fail closed.
+            return Err(Withheld::Undecodable(
+                "the answer nests compressed streams deeper than the host checks; it was withheld",
+            ));
+        }
+        budget.bytes -= p.out.len();
+        search_layer(guard, &p.out, false, depth + 1, budget)?;
     }
     Ok(())
 }
@@ -189,7 +201,7 @@ pub fn inspect(
     }
     let mut budget = Budget {
         bytes: cap,
-        streams: 0,
+        work: cap.saturating_mul(WORK_PER_CAP_BYTE),
     };
     if let Some(raw) = &raw {
         search_layer(guard, raw, true, 0, &mut budget)?;
@@ -361,13 +373,82 @@ mod tests {
     }
 
     #[test]
-    fn too_many_magic_bytes_are_refused_not_searched_forever() {
+    fn false_magic_in_binary_data_costs_little_and_is_delivered() {
         let g = guard();
         let none = http::HeaderMap::new();
-        let body: Vec<u8> = b"\x1f\x8b\x08\x00".repeat(4096);
+        // Every gzip and zlib header, thousands of times: each fails within
+        // a few bytes, and the answer is what it was.
+        let mut body: Vec<u8> = b"\x1f\x8b\x08\x00".repeat(4096);
+        for m in super::super::codings::magics() {
+            for _ in 0..64 {
+                body.extend_from_slice(m);
+                body.extend_from_slice(b"\xff\xfe\xfd");
+            }
+        }
+        // And pseudo-random bytes (about one false match per 2 KiB).
+        let mut x: u32 = 0x9e37_79b9;
+        for _ in 0..(1 << 20) {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            body.push(x as u8);
+        }
+        assert_eq!(
+            inspect(&g, &none, None, body.clone(), 4 << 20).map(|b| b.len()),
+            Ok(body.len())
+        );
+    }
+
+    #[test]
+    fn a_crafted_answer_that_makes_every_match_read_far_is_refused() {
+        // 64 zlib headers, each followed by a stored block holding the
+        // next header, then 1 MiB of empty stored blocks: every one of the
+        // 65 matches decodes through the whole megabyte and yields almost
+        // nothing.
+        let g = guard();
+        let none = http::HeaderMap::new();
+        let mut body = Vec::new();
+        for _ in 0..64 {
+            body.extend_from_slice(b"\x78\x01\x00\x02\x00\xfd\xff");
+        }
+        body.extend_from_slice(b"\x78\x01");
+        for _ in 0..(1 << 20) / 5 {
+            body.extend_from_slice(b"\x00\x00\x00\xff\xff");
+        }
         assert!(matches!(
             inspect(&g, &none, None, body, 1 << 20),
             Err(Withheld::Undecodable(_))
         ));
+    }
+
+    #[test]
+    fn streams_nested_deeper_than_followed_are_refused_not_delivered() {
+        let g = guard();
+        let none = http::HeaderMap::new();
+        for layers in [4, MAX_DEPTH, MAX_DEPTH + 1, MAX_DEPTH + 4] {
+            let mut body = echo();
+            for i in 0..layers {
+                body = if i % 2 == 0 { gzip(&body) } else { zlib(&body) };
+            }
+            let got = inspect(&g, &none, None, body, 1 << 20);
+            assert!(
+                matches!(got, Err(Withheld::Reflected(_) | Withheld::Undecodable(_))),
+                "{layers} layers: {got:?}"
+            );
+            // And inside a declared coding too.
+            let mut body = echo();
+            for _ in 0..layers {
+                body = gzip(&body);
+            }
+            let h = with("content-encoding", "gzip");
+            let got = inspect(&g, &h, None, gzip(&body), 1 << 20);
+            assert!(
+                matches!(got, Err(Withheld::Reflected(_) | Withheld::Undecodable(_))),
+                "{layers} layers under content-encoding: {got:?}"
+            );
+        }
+        // A clean answer nested as deep as real content is delivered.
+        let clean = gzip(&gzip(&gzip(b"a tar of pngs, say")));
+        assert_eq!(inspect(&g, &none, None, clean.clone(), 1 << 20), Ok(clean));
     }
 }
