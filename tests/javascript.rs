@@ -321,3 +321,43 @@ async fn a_pre_instantiated_engine_is_claimed_and_fresh() {
     seen.dedup();
     assert_eq!(seen.len(), 3, "Math.random repeated across instances");
 }
+
+/// Twelve opens for one end user at once, against its cap of 2 (the
+/// protocol's `owner` rule): each open's place is reserved before it is
+/// awaited, so the owner never holds more than its cap, however the opens
+/// interleave (issue #34); the caller's own cap holds too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_opens_for_one_owner_never_passes_its_cap() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = std::sync::Arc::new(sandbox_in(dir.path(), |_| {}));
+    let guest = s
+        .interpreter_for(Language::Javascript, None)
+        .expect("javascript");
+    let owner = "a".repeat(64);
+    let opts = plimsoll::session::SessionOptions {
+        owner: Some((owner.clone(), 2)),
+        ..plimsoll::session::SessionOptions::single(guest)
+    };
+    let opens: Vec<_> = (0..12)
+        .map(|_| {
+            let (s, opts) = (s.clone(), opts.clone());
+            tokio::spawn(async move {
+                s.open_session_with("alice", &opts, &RunRequest::default())
+                    .await
+            })
+        })
+        .collect();
+    let mut opened = 0;
+    for o in opens {
+        match o.await.expect("join") {
+            Ok(_) => opened += 1,
+            Err(e) => assert_eq!(e.code, "session_limit", "{e:?}"),
+        }
+    }
+    assert!(opened >= 2, "only {opened} opened");
+    assert_eq!(
+        s.session_count_for_owner("alice", &owner),
+        2,
+        "the owner holds more than its cap of 2"
+    );
+}

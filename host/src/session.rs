@@ -145,15 +145,19 @@ pub(crate) struct SessionTable {
     /// Opens in progress, per caller: each holds its place under both caps
     /// from the moment it was checked until its session is in `slots` (or
     /// it failed), so that a burst of concurrent opens never passes a cap.
-    /// Locked only while `slots` is held.
-    opening: Mutex<HashMap<String, usize>>,
+    /// Keyed by caller and owner tag. Locked only while `slots` is held.
+    opening: Mutex<HashMap<(String, Option<String>), usize>>,
 }
+
+/// A session taken out of the table to make room under its owner's cap
+/// (its id and slot), to be ended as `Replaced`.
+type Replaced = (String, Arc<Slot>);
 
 /// A place under the caps, held by an open in progress; given back when
 /// dropped, or turned into the session by [`Reservation::commit`].
 struct Reservation<'a> {
     table: &'a SessionTable,
-    caller: String,
+    key: (String, Option<String>),
 }
 
 impl Reservation<'_> {
@@ -171,10 +175,10 @@ impl Reservation<'_> {
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         let mut opening = self.table.opening.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = opening.get_mut(&self.caller) {
+        if let Some(n) = opening.get_mut(&self.key) {
             *n = n.saturating_sub(1);
             if *n == 0 {
-                opening.remove(&self.caller);
+                opening.remove(&self.key);
             }
         }
     }
@@ -206,14 +210,52 @@ impl SessionTable {
         }
     }
 
-    /// Checks both caps counting the opens in progress, and holds a place
-    /// for one more of `caller`'s, atomically (under `slots`' lock).
-    fn reserve(&self, caller: &str) -> Result<Reservation<'_>, ErrorInfo> {
-        let map = self.lock();
+    /// Checks every cap counting the opens in progress, and holds a place
+    /// for one more of `caller`'s, atomically (under `slots`' lock). With
+    /// `owner` (an end user's tag and its cap): at that owner's cap, its
+    /// least recently used session with no evaluation in progress is taken
+    /// out of the table in the same step and returned, to be ended as
+    /// `Replaced`; when every one is busy (or still opening), the open is
+    /// refused.
+    fn reserve(
+        &self,
+        caller: &str,
+        owner: Option<(&str, usize)>,
+    ) -> Result<(Reservation<'_>, Option<Replaced>), ErrorInfo> {
+        let mut map = self.lock();
         let mut opening = self.opening.lock().unwrap_or_else(|p| p.into_inner());
-        let mine = map.values().filter(|s| s.owner == caller).count()
-            + opening.get(caller).copied().unwrap_or(0);
-        if mine >= self.limits.per_caller {
+        let opening_of = |opening: &HashMap<(String, Option<String>), usize>, tag: Option<&str>| {
+            opening
+                .iter()
+                .filter(|((c, t), _)| {
+                    c == caller && tag.is_none_or(|tag| t.as_deref() == Some(tag))
+                })
+                .map(|(_, n)| *n)
+                .sum::<usize>()
+        };
+        let mut victim = None;
+        if let Some((tag, cap)) = owner {
+            let theirs: Vec<(&String, &Arc<Slot>)> = map
+                .iter()
+                .filter(|(_, s)| s.owner == caller && s.tag.as_deref() == Some(tag))
+                .collect();
+            if theirs.len() + opening_of(&opening, Some(tag)) >= cap.max(1) {
+                victim = theirs
+                    .into_iter()
+                    .filter(|(_, s)| s.state.try_lock().is_ok())
+                    .min_by_key(|(_, s)| *s.last_used.lock().unwrap_or_else(|p| p.into_inner()))
+                    .map(|(id, _)| id.clone());
+                if victim.is_none() {
+                    return Err(err(
+                        "session_limit",
+                        "every session of this owner is evaluating; try again when one is free",
+                    ));
+                }
+            }
+        }
+        let freed = usize::from(victim.is_some());
+        let mine = map.values().filter(|s| s.owner == caller).count() + opening_of(&opening, None);
+        if mine - freed >= self.limits.per_caller {
             return Err(err(
                 "session_limit",
                 format!(
@@ -223,14 +265,13 @@ impl SessionTable {
             ));
         }
         let all = map.len() + opening.values().sum::<usize>();
-        if all >= self.limits.total {
+        if all - freed >= self.limits.total {
             return Err(err("busy", "the host has no room for another session"));
         }
-        *opening.entry(caller.to_owned()).or_insert(0) += 1;
-        Ok(Reservation {
-            table: self,
-            caller: caller.to_owned(),
-        })
+        let key = (caller.to_owned(), owner.map(|(t, _)| t.to_owned()));
+        *opening.entry(key.clone()).or_insert(0) += 1;
+        let victim = victim.and_then(|id| map.remove(&id).map(|slot| (id, slot)));
+        Ok((Reservation { table: self, key }, victim))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Slot>>> {
@@ -344,32 +385,6 @@ impl SessionTable {
         self.lock().len()
     }
 
-    /// At the owner's cap, ends its least recently used session with no
-    /// evaluation in progress (`Replaced`). False when every one is busy.
-    fn make_room_for_owner(&self, caller: &str, tag: &str, cap: usize) -> bool {
-        let victim = {
-            let map = self.lock();
-            let mine: Vec<(&String, &Arc<Slot>)> = map
-                .iter()
-                .filter(|(_, s)| s.owner == caller && s.tag.as_deref() == Some(tag))
-                .collect();
-            if mine.len() < cap.max(1) {
-                return true;
-            }
-            mine.into_iter()
-                .filter(|(_, s)| s.state.try_lock().is_ok())
-                .min_by_key(|(_, s)| *s.last_used.lock().unwrap_or_else(|p| p.into_inner()))
-                .map(|(id, _)| id.clone())
-        };
-        match victim {
-            Some(id) => {
-                self.end(caller, &id, SessionEnd::Replaced);
-                true
-            }
-            None => false,
-        }
-    }
-
     /// Opens a session for `caller`.
     pub(crate) async fn open(
         &self,
@@ -382,17 +397,14 @@ impl SessionTable {
         if opts.guests.is_empty() {
             return Err(err("invalid_request", "a session needs an interpreter"));
         }
-        if let Some((tag, cap)) = &opts.owner
-            && !self.make_room_for_owner(caller, tag, *cap)
-        {
-            return Err(err(
-                "session_limit",
-                "every session of this owner is evaluating; try again when one is free",
-            ));
-        }
         // The place is held before the open is awaited: concurrent opens
-        // count each other.
-        let reservation = self.reserve(caller)?;
+        // count each other, under every cap.
+        let (reservation, replaced) =
+            self.reserve(caller, opts.owner.as_ref().map(|(t, c)| (t.as_str(), *c)))?;
+        if let Some((id, slot)) = replaced {
+            self.bury(id, caller, SessionEnd::Replaced);
+            crate::reaper::reap_instance(slot);
+        }
         let live = provider.open_session(caller, opts, env).await?;
         let id = crate::run::new_run_id();
         let now = Instant::now();
