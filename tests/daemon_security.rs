@@ -216,6 +216,16 @@ fn no_error_quotes_a_value_of_the_request() {
         format!(r#"{{"language": "python", "code": "1", "{M}": 1}}"#),
         format!(r#"{{"component": "hello", "stdin": "{M}", "grants": ["{M}"]}}"#),
         format!(r#"{{"language": "python", "code": "1", "limits": {{"wall_time_ms": "{M}"}}}}"#),
+        // Scalars, which serde quotes in backticks: never echoed either.
+        r#"{"language": 987654321, "code": "1"}"#.to_string(),
+        r#"{"language": "python", "code": 987654321}"#.to_string(),
+        r#"{"language": "python", "code": "1", "limits": {"wall_time_ms": 987654321987654321987}}"#
+            .to_string(),
+        r#"{"language": "python", "code": "1", "limits": {"fuel": -987654321}}"#.to_string(),
+        r#"{"language": "python", "code": "1", "stdin": 987654321.5}"#.to_string(),
+        format!(
+            r#"{{"language": "python", "code": "1", "files": [{{"path": "a", "content": "x", "{M}": 1}}]}}"#
+        ),
     ];
     let mut answers = Vec::new();
     for body in &rest_runs {
@@ -237,6 +247,32 @@ fn no_error_quotes_a_value_of_the_request() {
         Some(r#"{"code": "1"}"#),
     );
     answers.push(("session path".into(), r));
+    // A session's own runs: every string and scalar of the body.
+    let r = call(
+        d.addr,
+        "POST",
+        "/v1/sessions",
+        Some(ALICE),
+        Some(r#"{"language": "javascript"}"#),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let sid = r.json()["session_id"].as_str().unwrap_or("").to_owned();
+    for body in [
+        format!(r#"{{"code": "1", "language": "{M}"}}"#),
+        format!(r#"{{"code": "1", "{M}": true}}"#),
+        r#"{"code": 987654321}"#.to_string(),
+        format!(r#"{{"code": "1", "files": [{{"path": "/../{M}", "content": "x"}}]}}"#),
+        format!(r#"{{"code": "1", "grants": ["{M}"]}}"#),
+    ] {
+        let r = call(
+            d.addr,
+            "POST",
+            &format!("/v1/sessions/{sid}/runs"),
+            Some(ALICE),
+            Some(&body),
+        );
+        answers.push((format!("session run {body}"), r));
+    }
     let protocol_calls = [
         (
             "Run",
@@ -484,20 +520,78 @@ fn an_idle_daemon_gives_memory_back_after_sessions_close() {
         }
         last
     };
-    round();
-    let after_one = settle();
+    // The baseline is a fresh daemon that has loaded its Python guest
+    // (one plain run) and opened no session.
+    let r = call(
+        d.addr,
+        "POST",
+        "/v1/runs",
+        Some(ALICE),
+        Some(r#"{"language": "python", "code": "1+1"}"#),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let fresh = settle();
     for _ in 0..10 {
         round();
     }
     let after_ten = settle();
     eprintln!(
-        "RSS after one round {} MiB, after ten more {} MiB",
-        after_one >> 20,
+        "RSS of the fresh daemon {} MiB, after ten rounds of full sessions {} MiB",
+        fresh >> 20,
         after_ten >> 20
     );
     assert!(
-        after_ten <= after_one + (64 << 20),
-        "an idle daemon kept {} MiB more after ten rounds",
-        (after_ten.saturating_sub(after_one)) >> 20
+        after_ten <= fresh + (64 << 20),
+        "an idle daemon kept {} MiB more than a fresh one after ten rounds",
+        (after_ten.saturating_sub(fresh)) >> 20
     );
+}
+
+/// The dead-interpreter scenario of the review, on the wire: in a protocol
+/// session, a cell holds 1,000 descriptors and a 40 MiB deleted-but-open
+/// file; the next cell times out and its interpreter is discarded; the
+/// cell after that, in a fresh interpreter, gets every descriptor and byte
+/// back (issue #34, finding 3).
+#[test]
+fn a_protocol_sessions_dead_interpreter_gives_back_its_handles() {
+    use base64::Engine;
+    let d = Setup::new(None).start();
+    let r = protocol(&d, ALICE, "OpenSession", OPEN_PROTOCOL);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = r.json()["sessionId"].as_str().unwrap_or("").to_owned();
+    let cell = |code: &str, timeout_ms: u32| {
+        let body = serde_json::json!({
+            "protocol": 4,
+            "sessionId": id,
+            "timeoutMs": timeout_ms,
+            "cell": {"language": "python", "code": code},
+        });
+        let r = protocol(&d, ALICE, "SessionRun", &body.to_string());
+        assert_eq!(r.status, 200, "{}", r.body);
+        let c = r.json()["run"]["cell"].clone();
+        let out = base64::engine::general_purpose::STANDARD
+            .decode(c["stdout"].as_str().unwrap_or(""))
+            .unwrap_or_default();
+        (c, String::from_utf8_lossy(&out).into_owned())
+    };
+    let (_, out) = cell(
+        "import os\n\
+         held = [open('/work/f%d' % i, 'w') for i in range(1000)]\n\
+         big = open('/work/big.bin', 'wb')\n\
+         big.write(b'x' * (40 << 20)); big.flush()\n\
+         os.remove('/work/big.bin')\n\
+         print(len(held))",
+        10_000,
+    );
+    assert_eq!(out.trim(), "1000");
+    let (c, _) = cell("while True: pass", 300);
+    assert_eq!(c["timedOut"], true, "{c}");
+    let (c, out) = cell(
+        "import os\n\
+         held = [open('/work/g%d' % i, 'w') for i in range(1000)]\n\
+         f = open('/work/thirty.bin', 'wb'); f.write(b'y' * (30 << 20)); f.close()\n\
+         print(len(held), os.path.getsize('/work/thirty.bin'))",
+        10_000,
+    );
+    assert_eq!(out.trim(), "1000 31457280", "{c}");
 }

@@ -10,6 +10,15 @@
 /// field or variant name. The trailing " at line … column …" is dropped (the
 /// caller adds its own).
 pub fn serde_message(msg: &str) -> String {
+    /// The words before a `` `…` `` that is a scalar value of the input.
+    const VALUE_KINDS: [&str; 6] = [
+        "integer ",
+        "boolean ",
+        "floating point ",
+        "character ",
+        "string ",
+        "bytes ",
+    ];
     let msg = msg.split(" at line ").next().unwrap_or(msg);
     // In "unknown field `x`, expected one of …" the first name is the
     // body's; the rest are the schema's.
@@ -34,7 +43,12 @@ pub fn serde_message(msg: &str) -> String {
                     }
                     name.push(d);
                 }
+                // serde quotes a scalar value of the body the same way
+                // ("invalid type: integer `987654321`"): never kept.
+                let value = VALUE_KINDS.iter().any(|k| out.ends_with(k))
+                    || !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
                 let plain = !std::mem::take(&mut hide_next_name)
+                    && !value
                     && !name.is_empty()
                     && name.len() <= 40
                     && name
@@ -68,5 +82,26 @@ mod tests {
         assert!(!m.contains("MARK"), "{m}");
         let m = serde_message("unknown variant `MARK`, expected `python` or `javascript`");
         assert!(!m.contains("MARK") && m.contains("`python`"), "{m}");
+    }
+
+    #[test]
+    fn scalar_values_are_dropped_too() {
+        for (msg, value) in [
+            (
+                "invalid type: integer `987654321`, expected a string",
+                "987654321",
+            ),
+            ("invalid type: integer `-42`, expected a string", "-42"),
+            ("invalid type: boolean `true`, expected a string", "true"),
+            ("invalid type: floating point `2.5`, expected u64", "2.5"),
+            ("invalid type: character `Q`, expected a string", "`Q`"),
+            ("invalid value: integer `70000`, expected u16", "70000"),
+        ] {
+            let m = serde_message(msg);
+            assert!(!m.contains(value), "{msg} -> {m}");
+        }
+        // The schema's names still come through.
+        let m = serde_message("missing field `code`");
+        assert!(m.contains("`code`"), "{m}");
     }
 }

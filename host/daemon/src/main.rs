@@ -344,7 +344,12 @@ async fn run() -> ExitCode {
                     trimmed = false;
                 }
                 last_open = open;
-                if !trimmed && app.quotas.inflight() == 0 {
+                // Only once the reaper has dropped the closed sessions'
+                // instances: trimming before that returns nothing.
+                if !trimmed
+                    && app.quotas.inflight() == 0
+                    && plimsoll::reaper::pending_instances() == 0
+                {
                     plimsoll::reaper::return_free_memory();
                     trimmed = true;
                 }
