@@ -85,6 +85,10 @@ pub struct ProjectResult {
     pub isolation: Isolation,
     /// The shell guest's identity.
     pub guest: Option<String>,
+    /// Nothing ran because the project's files could not be placed (the
+    /// protocol's `setup_failed`), as opposed to a request refused before
+    /// any placement was tried (`refused` says why in both cases).
+    pub placement_failed: bool,
 }
 
 impl ProjectResult {
@@ -102,6 +106,7 @@ impl ProjectResult {
             steps: Vec::new(),
             captured: Vec::new(),
             artifacts_truncated: false,
+            placement_failed: false,
         }
     }
 }
@@ -249,6 +254,7 @@ impl Sandbox {
             artifacts_truncated: false,
             isolation: self.isolation(),
             guest: None,
+            placement_failed: false,
         };
         // One budget of fuel and output for the whole project, as for one
         // run: each step gets what the steps before it left.
@@ -343,7 +349,13 @@ impl Sandbox {
             };
             if r.status == Status::Refused {
                 if i == 0 {
-                    return ProjectResult::refused(r);
+                    // The files are placed with the first step: a request
+                    // error there is theirs.
+                    let placement =
+                        !req.files.is_empty() && r.error_code() == Some("invalid_request");
+                    let mut p = ProjectResult::refused(r);
+                    p.placement_failed = placement;
+                    return p;
                 }
                 result.outcome = ProjectOutcome::RunnerFailed;
                 result.detail = r.error.map(|e| e.message).unwrap_or_default();

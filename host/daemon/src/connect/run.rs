@@ -121,31 +121,53 @@ pub(super) async fn run(
         }
         Shape::Interpreter(command) => {
             let r = app.sandbox.run_as(&caller.id, &req).await;
-            let mut out = output(&r, false);
-            if r.status == Status::Ok && req.language == Some(Language::Javascript) {
-                // `__plimsoll_main` answers with node's exit status.
-                out.exit_code = exit_status_of(&r);
-            }
-            let result = ResultFacts::Project {
-                outcome: if out.timed_out { 3 } else { 1 },
-                outcome_detail: String::new(),
-                artifacts_truncated: r.artifacts_truncated,
-                steps: vec![Step {
-                    command: command.clone(),
-                    output: out,
-                    duration_ms: r.usage.wall_ms.round() as i64,
-                }],
-                artifacts: r
-                    .captured
-                    .iter()
-                    .map(|a| (a.path.clone(), a.content.as_bytes().to_vec()))
-                    .collect(),
-            };
-            let failed = matches!(r.status, Status::Refused | Status::WorkerLost);
-            Ran {
-                summary: r,
-                result,
-                failed,
+            // On CodeExecutor's fixed steps the step text is the daemon's:
+            // a request error is the files' (their placement, or the code
+            // file's size), and no step began.
+            if r.status == Status::Refused && r.error_code() == Some("invalid_request") {
+                let detail = r
+                    .error
+                    .as_ref()
+                    .map(|e| e.message.clone())
+                    .unwrap_or_default();
+                Ran {
+                    failed: false,
+                    result: ResultFacts::Project {
+                        outcome: 2,
+                        outcome_detail: detail,
+                        artifacts_truncated: false,
+                        steps: Vec::new(),
+                        artifacts: Vec::new(),
+                    },
+                    summary: r,
+                }
+            } else {
+                let mut out = output(&r, false);
+                if r.status == Status::Ok && req.language == Some(Language::Javascript) {
+                    // `__plimsoll_main` answers with node's exit status.
+                    out.exit_code = exit_status_of(&r);
+                }
+                let result = ResultFacts::Project {
+                    outcome: if out.timed_out { 3 } else { 1 },
+                    outcome_detail: String::new(),
+                    artifacts_truncated: r.artifacts_truncated,
+                    steps: vec![Step {
+                        command: command.clone(),
+                        output: out,
+                        duration_ms: r.usage.wall_ms.round() as i64,
+                    }],
+                    artifacts: r
+                        .captured
+                        .iter()
+                        .map(|a| (a.path.clone(), a.content.as_bytes().to_vec()))
+                        .collect(),
+                };
+                let failed = matches!(r.status, Status::Refused | Status::WorkerLost);
+                Ran {
+                    summary: r,
+                    result,
+                    failed,
+                }
             }
         }
         Shape::Javascript => {
@@ -224,9 +246,10 @@ fn exit_status_of(r: &RunResult) -> i32 {
 /// artifacts; and the run the audit line sees.
 pub(super) fn project_ran(p: ProjectResult, started: Instant) -> Ran {
     if let Some(r) = p.refused {
-        // Placing the files failed: no step began. Any other refusal is
-        // the request's error.
-        let setup = r.error_code() == Some("invalid_request");
+        // Placing the files failed: no step began. Any other refusal
+        // (too many steps, a step too long, the floor) is the request's
+        // error.
+        let setup = p.placement_failed;
         let detail = p.detail;
         return Ran {
             failed: !setup,

@@ -53,11 +53,17 @@ pub(super) async fn open_session(
             "this daemon's provider offers no sessions (the `disabled` provider, or a wrapper whose workers are not verified)",
         ));
     }
-    let (Ok(py), Ok(js)) = (
+    let (py, js) = match (
         app.sandbox.interpreter_for(Language::Python, None),
         app.sandbox.interpreter_for(Language::Javascript, None),
-    ) else {
-        return Err(unsupported("sessions need both interpreters"));
+    ) {
+        (Ok(py), Ok(js)) => (py, js),
+        // A guest still compiling is a capacity refusal to retry, not a
+        // missing feature.
+        (Err(e), _) | (_, Err(e)) if e.code == plimsoll::sandbox::WARMING_UP => {
+            return Err(from_api(ApiError::new(&e.code, e.message)));
+        }
+        _ => return Err(unsupported("sessions need both interpreters")),
     };
     let mut guests = vec![py, js];
     // The shell that runs the session's projects (every Workspace call),
