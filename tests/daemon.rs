@@ -1721,6 +1721,25 @@ fn the_real_plimsoll_client_drives_agent_workspaces_behind_bwrap() {
     run_workspace_checks(&format!("http://{}", d.addr), "container");
 }
 
+/// The same workspace checks behind gVisor (`wasm+gvisor`, tier `kernel`,
+/// the floor the framework adapters default to).
+#[test]
+fn the_real_plimsoll_client_drives_agent_workspaces_behind_gvisor() {
+    let runsc = Command::new("runsc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        runsc,
+        "gVisor's runsc is missing: the kernel tier's workspace checks need it (apt-get install runsc; make setup and .ci/run install it)"
+    );
+    let d = workspace_setup()
+        .set("SANDBOX_PROVIDER", "wasm+gvisor")
+        .set("PLIMSOLL_WORKER_POOL", "1")
+        .start();
+    run_workspace_checks(&format!("http://{}", d.addr), "kernel");
+}
+
 /// The same client checks with the scientific guest as the operator's
 /// Python (`PLIMSOLL_PYTHON_GUEST=scientific`): projects and session cells
 /// run it, and `Describe` names it.

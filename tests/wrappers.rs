@@ -1378,6 +1378,38 @@ async fn sessions_keep_state_inside_a_microvm_and_stay_their_callers() {
     assert_sessions_hold(s, Tier::Vm).await;
 }
 
+/// The shell guest inside a microVM: a pipeline of its utilities, and
+/// `python3` and `node` started from it (fresh interpreter instances of
+/// the same worker, inside the same VM), at tier `vm`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shell_and_its_programs_run_inside_a_microvm() {
+    let Some(settings) = microvm_settings() else {
+        return;
+    };
+    // TCG runs the interpreters an order of magnitude slower than KVM: a
+    // sandbox of its own, whose envelope allows two minutes.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = support::try_sandbox_in(dir.path(), |c| {
+        c.provider = ProviderKind::WasmMicrovm;
+        c.envelope.wall_time_ms = 120_000;
+        c.workers = WorkerConfig {
+            image_dir: Some(dir.path().join("images")),
+            microvm: Some(settings),
+            ..workers(1, 1)
+        };
+    })
+    .expect("microvm sandbox");
+    let mut req = RunRequest::code(
+        Language::Shell,
+        "printf 'b\\na\\n' > f && sort f | tr '\\n' , && python3 -c 'print(6*7)' && node -e 'console.log(1+1)'",
+    );
+    req.minimum_isolation = Some(Tier::Vm);
+    let r = s.run(&req).await;
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(r.stdout, "a,b,42\n2\n", "{r:?}");
+    assert_eq!(r.isolation.tier, Tier::Vm);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn microvm_refuses_to_start_on_an_unusable_kvm_unless_tcg_is_allowed() {
     let Some(mut settings) = microvm_settings() else {

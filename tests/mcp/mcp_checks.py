@@ -120,6 +120,23 @@ async def main_checks():
             res = await s.read_resource(link.uri)
             check("artifacts: the link reads back", len(res.contents) == 1 and len(res.contents[0].blob) > 0, res)
 
+            # The shell guest: a workspace for an MCP agent, with python3
+            # inside it (another guest, never a host process).
+            check("tools: the shell is offered", "sh" in langs, langs)
+            r = await s.call_tool("run_code", {"language": "sh", "code": "mkdir -p d && cd d && printf 'b\\na\\n' > f && sort f | tr '\\n' , && python3 -c 'print(6*7)'"})
+            st = structured(r)
+            check("run_code sh: pipes and python3 inside", not r.is_error and st.get("stdout") == "a,b,42\n", st)
+            r = await s.call_tool("run_code", {"language": "sh", "code": "curl https://example.com"})
+            st = structured(r)
+            check("run_code sh: no host program", st.get("exit_code") == 127 and "not found" in st.get("stderr", ""), st)
+            o = await s.call_tool("open_session", {"language": "sh"})
+            shid = structured(o).get("session")
+            check("session sh: opened", not o.is_error and isinstance(shid, str), structured(o))
+            await s.call_tool("run_cell", {"session": shid, "code": "mkdir -p w && cd w && export N=7"})
+            b = await s.call_tool("run_cell", {"session": shid, "code": "echo $N $(pwd)"})
+            check("session sh: cwd and exports carry over", structured(b).get("stdout") == "7 /work/w\n", structured(b))
+            await s.call_tool("close_session", {"session": shid})
+
             # A session that keeps state, and belongs to this connection.
             o = await s.call_tool("open_session", {"language": "python"})
             sid = structured(o).get("session")

@@ -83,6 +83,13 @@ impl McpServer {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .push(info.session_id.clone());
+                if lang == crate::run::Language::Shell {
+                    self.sessions
+                        .shells
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(info.session_id.clone());
+                }
                 let tier = b.isolation().tier;
                 Ok(render::structured(
                     json!({
@@ -123,9 +130,19 @@ impl McpServer {
                 "no open session of this connection has that id",
             ));
         }
+        let mut files = input_files(args.files)?;
+        let code = if self.sessions.is_shell(&args.session) {
+            // One line of a persistent shell: the working directory and
+            // exported variables carry over to the next cell.
+            let (code, line) = crate::run::shell_session_line(&args.code);
+            files.push(line);
+            code
+        } else {
+            args.code
+        };
         let req = RunRequest {
-            code: Some(args.code),
-            files: input_files(args.files)?,
+            code: Some(code),
+            files,
             ..RunRequest::default()
         };
         // A cell is not stopped halfway (its interpreter would be left in

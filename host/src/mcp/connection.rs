@@ -17,6 +17,9 @@ use std::sync::{Arc, Mutex};
 pub struct ConnectionSessions {
     bound: Mutex<Option<Arc<dyn Backend>>>,
     pub(super) open: Mutex<Vec<String>>,
+    /// Which of `open` are shell sessions: each of their cells is one line
+    /// of a persistent shell ([`crate::run::shell_session_line`]).
+    pub(super) shells: Mutex<Vec<String>>,
     /// Opens in flight (each holds a [`Reserved`] slot).
     opening: std::sync::atomic::AtomicUsize,
 }
@@ -36,6 +39,7 @@ impl ConnectionSessions {
         ConnectionSessions {
             bound: Mutex::new(None),
             open: Mutex::new(Vec::new()),
+            shells: Mutex::new(Vec::new()),
             opening: std::sync::atomic::AtomicUsize::new(0),
         }
     }
@@ -78,9 +82,22 @@ impl ConnectionSessions {
             .any(|s| s == id)
     }
 
+    /// Whether the session `id` this connection holds is a shell's.
+    pub(super) fn is_shell(&self, id: &str) -> bool {
+        self.shells
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|s| s == id)
+    }
+
     /// Lets go of the session `id` (closed, or ended by itself).
     pub(super) fn forget(&self, id: &str) {
         self.open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|s| s != id);
+        self.shells
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .retain(|s| s != id);

@@ -23,12 +23,6 @@ fn opens_block(line: &str) -> bool {
         || t.ends_with('\\')
 }
 
-/// What runs one line of a shell session: the line (placed in
-/// `.plimsoll-shell/cmd`) after the working directory and exported
-/// variables the last line left, which it then saves (plimsoll-client's
-/// Workspace step, byte for byte).
-const SHELL_LINE: &str = r#"__plimsoll_s="$PWD/.plimsoll-shell"; mkdir -p "$__plimsoll_s"; pwd > "$__plimsoll_s/root"; [ -f "$__plimsoll_s/env" ] && . "$__plimsoll_s/env"; [ -f "$__plimsoll_s/cwd" ] && cd "$(cat "$__plimsoll_s/cwd")" 2>/dev/null; . "$__plimsoll_s/cmd"; __plimsoll_rc=$?; export -p | grep -Ev '^export (PWD|OLDPWD|__plimsoll_)' > "$__plimsoll_s/env.new"; mv "$__plimsoll_s/env.new" "$__plimsoll_s/env"; pwd > "$__plimsoll_s/cwd"; exit $__plimsoll_rc"#;
-
 /// Reads cells from stdin and runs each in one session.
 pub(crate) async fn repl(args: ReplArgs) -> ExitCode {
     use std::io::{BufRead, IsTerminal};
@@ -121,13 +115,8 @@ pub(crate) async fn repl(args: ReplArgs) -> ExitCode {
             // Each line runs in a fresh shell (one process per command);
             // its working directory and exported variables carry over in
             // the workspace, as plimsoll-client's Workspace keeps them.
-            (
-                SHELL_LINE.to_owned(),
-                vec![plimsoll::run::InputFile {
-                    path: ".plimsoll-shell/cmd".into(),
-                    content: cell.as_str().into(),
-                }],
-            )
+            let (code, file) = plimsoll::run::shell_session_line(&cell);
+            (code, vec![file])
         } else {
             (cell, Vec::new())
         };
