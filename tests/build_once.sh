@@ -30,7 +30,7 @@ for line in sys.stdin:
     if m.get("reason") != "compiler-artifact":
         continue
     target = m.get("target", {})
-    # A library's own unit-test harness is reported with kind "lib" too,
+    # The unit-test harness of a library is reported with kind "lib" too,
     # under the test profile: that is a test binary, not the library.
     if m.get("profile", {}).get("test"):
         continue
