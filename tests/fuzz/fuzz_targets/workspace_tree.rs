@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use plimsoll::memtree::{Budget, OpenFlags, ROOT, Tree};
+use plimsoll::memtree::{Budget, HOST, OpenFlags, ROOT, Tree};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else {
@@ -38,7 +38,7 @@ fuzz_target!(|data: &[u8]| {
                     truncate: b.contains('t'),
                     directory: b.contains('d'),
                 };
-                if let Ok(h) = t.open(ROOT, a, flags) {
+                if let Ok(h) = t.open(HOST, ROOT, a, flags) {
                     handles.push(h);
                 }
             }
@@ -64,7 +64,7 @@ fuzz_target!(|data: &[u8]| {
             }
             "c" => {
                 if let Some(h) = handles.pop() {
-                    let _ = t.close(h);
+                    let _ = t.close(HOST, h);
                 }
             }
             _ => {}
@@ -78,7 +78,7 @@ fuzz_target!(|data: &[u8]| {
         assert!(t.open_handles() <= budget.handles as usize);
     }
     for h in handles {
-        let _ = t.close(h);
+        let _ = t.close(HOST, h);
     }
     // With every handle gone, what is charged is what the names reach.
     fn held(t: &Tree, dir: plimsoll::memtree::NodeId) -> (u64, u64) {
