@@ -612,3 +612,59 @@ async fn the_guest_answers_inside_gvisor() {
 async fn the_guest_answers_inside_a_microvm() {
     the_guest_answers_behind(plimsoll::ProviderKind::WasmMicrovm, plimsoll::Tier::Vm).await;
 }
+
+/// A session's DataFrame of 100,000 rows and a fitted scikit-learn model
+/// survive a snapshot and resume (issue #37): the copy predicts exactly
+/// what the original predicts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dataframe_and_a_fitted_model_survive_a_resume() {
+    let s = sci();
+    let caller = "snapshotter";
+    let mut open = RunRequest::code(Language::Python, "");
+    open.code = None;
+    open.guest = Some("scientific".into());
+    let info = s.open_session(caller, &open).await.expect("open");
+    let eval = |id: String, code: &'static str| async move {
+        let r = s
+            .run_in_session(
+                caller,
+                &id,
+                &RunRequest {
+                    code: Some(code.into()),
+                    ..RunRequest::default()
+                },
+            )
+            .await;
+        assert_eq!(r.status, Status::Ok, "{code}: {r:?}");
+        r.result.unwrap_or_default()
+    };
+    let id = info.session_id.clone();
+    eval(
+        id.clone(),
+        "import numpy as np, pandas as pd\nfrom sklearn.linear_model import LinearRegression\nrng = np.random.default_rng(3)\ndf = pd.DataFrame({'x': rng.normal(size=100_000)})\ndf['y'] = 3 * df.x + rng.normal(size=100_000)\nm = LinearRegression().fit(df[['x']], df.y)\nlen(df)",
+    )
+    .await;
+    let want = eval(
+        id.clone(),
+        "repr(m.predict(pd.DataFrame({'x': [0.5, 2.0]})).tolist()), df.y.sum()",
+    )
+    .await;
+    let snap = s.snapshot_session(caller, &id).await.expect("snapshot");
+    eprintln!("scientific snapshot: {} bytes", snap.archive.bytes.len());
+    let copy = s
+        .resume_session(caller, snap.archive.bytes.clone(), &RunRequest::default())
+        .await
+        .expect("resume");
+    let got = eval(
+        copy.session_id.clone(),
+        "repr(m.predict(pd.DataFrame({'x': [0.5, 2.0]})).tolist()), df.y.sum()",
+    )
+    .await;
+    assert_eq!(got, want);
+    assert_eq!(
+        eval(copy.session_id.clone(), "len(df), type(m).__name__").await,
+        "(100000, 'LinearRegression')"
+    );
+    assert!(s.close_session(caller, &copy.session_id));
+    assert!(s.close_session(caller, &id));
+}

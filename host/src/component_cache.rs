@@ -31,6 +31,33 @@ pub(crate) trait Compiled: Sized {
     /// of the same configuration (wasmtime checks the configuration).
     unsafe fn load_file(engine: &wasmtime::Engine, path: &Path) -> wasmtime::Result<Self>;
     fn serialize(&self) -> wasmtime::Result<Vec<u8>>;
+    /// `bytes` instrumented for session snapshots
+    /// ([`crate::snapshot::instrument`]), or `None` when it cannot be (it
+    /// is then compiled as it is, and has no snapshots).
+    fn instrumented(bytes: &[u8]) -> Option<Vec<u8>>;
+}
+
+/// Which form of a guest is compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// The bytes as they are.
+    Plain,
+    /// Instrumented so that a live instance's state can be read and
+    /// written (interpreters, whose sessions can be snapshotted). Cached
+    /// under its own name; the guest's identity stays the hash of the
+    /// bytes as given.
+    Snapshots,
+}
+
+impl Variant {
+    fn suffix(self) -> String {
+        match self {
+            Variant::Plain => String::new(),
+            Variant::Snapshots => {
+                format!("-s{}", crate::snapshot::instrument::INSTRUMENTATION_VERSION)
+            }
+        }
+    }
 }
 
 impl Compiled for Component {
@@ -45,6 +72,11 @@ impl Compiled for Component {
     fn serialize(&self) -> wasmtime::Result<Vec<u8>> {
         Component::serialize(self)
     }
+    fn instrumented(bytes: &[u8]) -> Option<Vec<u8>> {
+        crate::snapshot::instrument::instrument(bytes)
+            .ok()
+            .map(|(b, _)| b)
+    }
 }
 
 impl Compiled for wasmtime::Module {
@@ -55,6 +87,9 @@ impl Compiled for wasmtime::Module {
     unsafe fn load_file(engine: &wasmtime::Engine, path: &Path) -> wasmtime::Result<Self> {
         // SAFETY: the caller's contract.
         unsafe { wasmtime::Module::deserialize_file(engine, path) }
+    }
+    fn instrumented(bytes: &[u8]) -> Option<Vec<u8>> {
+        crate::snapshot::instrument::instrument_module(bytes).ok()
     }
     fn serialize(&self) -> wasmtime::Result<Vec<u8>> {
         wasmtime::Module::serialize(self)
@@ -216,7 +251,17 @@ impl ComponentCache {
         engine: &SandboxEngine,
         bytes: &[u8],
     ) -> Result<(Component, String), LoadError> {
-        self.load_compiled(engine, bytes)
+        self.load_compiled(engine, bytes, Variant::Plain)
+    }
+
+    /// [`ComponentCache::load`] of the `variant` form.
+    pub fn load_variant(
+        &self,
+        engine: &SandboxEngine,
+        bytes: &[u8],
+        variant: Variant,
+    ) -> Result<(Component, String), LoadError> {
+        self.load_compiled(engine, bytes, variant)
     }
 
     /// [`ComponentCache::load`] for components or core modules.
@@ -224,8 +269,9 @@ impl ComponentCache {
         &self,
         engine: &SandboxEngine,
         bytes: &[u8],
+        variant: Variant,
     ) -> Result<(C, String), LoadError> {
-        self.load_compiled_as(engine, bytes, "a component")
+        self.load_compiled_as(engine, bytes, "a component", variant)
     }
 
     /// [`ComponentCache::load_compiled`], naming what compiles `label` in
@@ -235,6 +281,7 @@ impl ComponentCache {
         engine: &SandboxEngine,
         bytes: &[u8],
         label: &str,
+        variant: Variant,
     ) -> Result<(C, String), LoadError> {
         if bytes.len() > C::MAX_BYTES {
             return Err(LoadError::TooLarge(bytes.len()));
@@ -245,7 +292,11 @@ impl ComponentCache {
             return Err(LoadError::Precompiled);
         }
         let hash = content_hash(bytes);
-        let name = format!("{hash}-{}.cwasm", engine.compatibility_digest());
+        let name = format!(
+            "{hash}-{}{}.cwasm",
+            engine.compatibility_digest(),
+            variant.suffix()
+        );
         for (i, d) in self.dirs().enumerate() {
             let path = d.join(&name);
             if !path.is_file() {
@@ -269,14 +320,19 @@ impl ComponentCache {
         if let Some(n) = &self.notice {
             (n.0)(label, bytes.len() as u64);
         }
+        let instrumented = match variant {
+            Variant::Plain => None,
+            Variant::Snapshots => C::instrumented(bytes),
+        };
+        let source = instrumented.as_deref().unwrap_or(bytes);
         let Some(dir) = &self.dir else {
-            let c = C::compile(engine.engine(), bytes)
+            let c = C::compile(engine.engine(), source)
                 .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
             return Ok((c, hash));
         };
         let path = dir.join(&name);
-        let c =
-            C::compile(engine.engine(), bytes).map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
+        let c = C::compile(engine.engine(), source)
+            .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
         if let Err(e) = store(dir, &path, &c) {
             // A cache that cannot be written only costs time.
             tracing::warn!("could not write cache entry {}: {e}", path.display());
@@ -295,7 +351,17 @@ impl ComponentCache {
         engine: &SandboxEngine,
         path: &Path,
     ) -> Result<(Component, String), LoadError> {
-        self.load_compiled_file(engine, path)
+        self.load_compiled_file(engine, path, Variant::Plain)
+    }
+
+    /// [`ComponentCache::load_file`] of the `variant` form.
+    pub fn load_file_variant(
+        &self,
+        engine: &SandboxEngine,
+        path: &Path,
+        variant: Variant,
+    ) -> Result<(Component, String), LoadError> {
+        self.load_compiled_file(engine, path, variant)
     }
 
     /// [`ComponentCache::load_file`] for components or core modules.
@@ -303,6 +369,7 @@ impl ComponentCache {
         &self,
         engine: &SandboxEngine,
         path: &Path,
+        variant: Variant,
     ) -> Result<(C, String), LoadError> {
         let md = std::fs::metadata(path)?;
         if md.len() > C::MAX_BYTES as u64 {
@@ -311,7 +378,7 @@ impl ComponentCache {
             ));
         }
         let Some(dir) = &self.dir else {
-            return self.load_compiled_as(engine, &std::fs::read(path)?, &label_of(path));
+            return self.load_compiled_as(engine, &std::fs::read(path)?, &label_of(path), variant);
         };
         let abs = std::fs::canonicalize(path)?;
         let key = format!(
@@ -330,7 +397,11 @@ impl ComponentCache {
                 && hash.len() == 64
                 && hash.bytes().all(|b| b.is_ascii_hexdigit())
             {
-                let cwasm = d.join(format!("{hash}-{}.cwasm", engine.compatibility_digest()));
+                let cwasm = d.join(format!(
+                    "{hash}-{}{}.cwasm",
+                    engine.compatibility_digest(),
+                    variant.suffix()
+                ));
                 if cwasm.is_file() {
                     // SAFETY: as in `load`: a file this user wrote into a
                     // private directory, named by the engine's digest.
@@ -340,7 +411,8 @@ impl ComponentCache {
                 }
             }
         }
-        let loaded = self.load_compiled_as::<C>(engine, &std::fs::read(path)?, &label_of(path))?;
+        let loaded =
+            self.load_compiled_as::<C>(engine, &std::fs::read(path)?, &label_of(path), variant)?;
         let write_index = || -> std::io::Result<()> {
             std::fs::create_dir_all(dir.join("by-file"))?;
             let mut tmp = tempfile::NamedTempFile::new_in(dir.join("by-file"))?;

@@ -56,6 +56,14 @@ pub(crate) enum GuestPre {
 struct GuestInner {
     /// The component; `None` for a core-module guest.
     component: Option<Component>,
+    /// How a live instance's state is read and written, when the guest
+    /// was compiled instrumented ([`crate::snapshot`]).
+    state: Option<crate::snapshot::access::StateAccess>,
+    /// The same, for a core-module guest.
+    core_state: Option<crate::snapshot::core_access::CoreAccess>,
+    /// What a fresh instance holds, captured the first time a snapshot
+    /// needs it.
+    base: tokio::sync::OnceCell<Result<Arc<crate::snapshot::image::Base>, String>>,
     identity: String,
     content_hash: String,
     kind: GuestKind,
@@ -111,9 +119,13 @@ impl Guest {
                 "it exports neither `wasi:cli/run` (world `agent`) nor `eval` (world `interpreter`)".into(),
             ));
         };
+        let state = crate::snapshot::access::StateAccess::of(component).filter(|s| s.complete());
         Ok(Guest {
             inner: Arc::new(GuestInner {
                 component: Some(component.clone()),
+                state,
+                core_state: None,
+                base: tokio::sync::OnceCell::new(),
                 identity: format!("{family}:sha256:{content_hash}"),
                 content_hash,
                 kind,
@@ -176,6 +188,9 @@ impl Guest {
         Ok(Guest {
             inner: Arc::new(GuestInner {
                 component: None,
+                state: None,
+                core_state: crate::snapshot::core_access::CoreAccess::of(module),
+                base: tokio::sync::OnceCell::new(),
                 identity: format!("{}:sha256:{content_hash}", crate::scientific::FAMILY),
                 content_hash,
                 kind: GuestKind::Interpreter,
@@ -197,6 +212,9 @@ impl Guest {
         Ok(Guest {
             inner: Arc::new(GuestInner {
                 component: None,
+                state: None,
+                core_state: crate::snapshot::core_access::CoreAccess::of(module),
+                base: tokio::sync::OnceCell::new(),
                 identity: format!("{}:sha256:{content_hash}", crate::scientific::FAMILY),
                 content_hash: content_hash.to_owned(),
                 kind: GuestKind::Interpreter,
@@ -220,12 +238,39 @@ impl Guest {
     pub(crate) fn pre(&self) -> &GuestPre {
         &self.inner.pre
     }
+
+    /// Whether a live instance's state can be read and written (the guest
+    /// was compiled instrumented, [`crate::snapshot`]).
+    pub fn has_snapshots(&self) -> bool {
+        self.inner.state.is_some() || self.inner.core_state.is_some()
+    }
+
+    pub(crate) fn state_access(&self) -> Option<&crate::snapshot::access::StateAccess> {
+        self.inner.state.as_ref()
+    }
+
+    pub(crate) fn core_state_access(&self) -> Option<&crate::snapshot::core_access::CoreAccess> {
+        self.inner.core_state.as_ref()
+    }
+
+    pub(crate) fn base_cell(
+        &self,
+    ) -> &tokio::sync::OnceCell<Result<Arc<crate::snapshot::image::Base>, String>> {
+        &self.inner.base
+    }
+}
+
+/// A live instance of an interpreter component: its typed exports, and
+/// the instance itself (for its state, [`crate::snapshot`]).
+pub(crate) struct InterpreterLive {
+    pub(crate) api: Interpreter,
+    pub(crate) instance: wasmtime::component::Instance,
 }
 
 /// A live instance of a guest.
 pub(crate) enum Live {
     Agent(Command),
-    Interpreter(Interpreter),
+    Interpreter(InterpreterLive),
     Shell(Shell),
     Core(crate::scientific::CoreLive),
 }
@@ -246,7 +291,11 @@ pub(crate) async fn instantiate(
 ) -> wasmtime::Result<Live> {
     match guest.pre() {
         GuestPre::Agent(pre) => Ok(Live::Agent(pre.instantiate_async(store).await?)),
-        GuestPre::Interpreter(pre) => Ok(Live::Interpreter(pre.instantiate_async(store).await?)),
+        GuestPre::Interpreter(pre) => {
+            let instance = pre.instance_pre().instantiate_async(&mut *store).await?;
+            let api = Interpreter::new(&mut *store, &instance)?;
+            Ok(Live::Interpreter(InterpreterLive { api, instance }))
+        }
         GuestPre::Shell(pre) => Ok(Live::Shell(pre.instantiate_async(store).await?)),
         GuestPre::Core(pre) => Ok(Live::Core(
             crate::scientific::instantiate(pre, store).await?,

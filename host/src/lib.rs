@@ -57,6 +57,7 @@ pub mod runtime;
 pub mod sandbox;
 pub mod scientific;
 pub mod session;
+pub mod snapshot;
 pub mod state;
 pub mod tier;
 pub mod trace;

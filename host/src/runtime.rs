@@ -161,7 +161,10 @@ impl Runtime {
     /// Like [`Runtime::load`], with the identity's family name given
     /// (`python-wasm`, `quickjs-wasm`, …).
     pub fn load_as(&self, bytes: &[u8], family: &str) -> Result<Guest, LoadError> {
-        let (component, hash) = self.inner.cache.load(&self.inner.engine, bytes)?;
+        let (component, hash) =
+            self.inner
+                .cache
+                .load_variant(&self.inner.engine, bytes, variant_for(family))?;
         Guest::link(self.linker_for(family), &component, hash, family)
     }
 
@@ -172,7 +175,10 @@ impl Runtime {
 
     /// Reads and loads a component file with the identity family `family`.
     pub fn load_file_as(&self, path: &Path, family: &str) -> Result<Guest, LoadError> {
-        let (component, hash) = self.inner.cache.load_file(&self.inner.engine, path)?;
+        let (component, hash) =
+            self.inner
+                .cache
+                .load_file_variant(&self.inner.engine, path, variant_for(family))?;
         Guest::link(self.linker_for(family), &component, hash, family)
     }
 
@@ -194,6 +200,7 @@ impl Runtime {
         let (module, hash) = cache.load_compiled_file::<wasmtime::Module>(
             &self.inner.engine,
             &dir.join(crate::scientific::SNAPSHOT_FILE),
+            crate::component_cache::Variant::Snapshots,
         )?;
         let linker = crate::scientific::linker(self.engine().engine())
             .map_err(|e| LoadError::WrongWorld(format!("{e:#}")))?;
@@ -247,10 +254,17 @@ impl Runtime {
     pub fn write_image(&self, guest: &Guest, dir: &Path) -> std::io::Result<String> {
         use std::io::Write;
         use std::os::unix::fs::PermissionsExt;
+        // The instrumented form of a guest (its sessions have snapshots)
+        // is another image than the plain one of the same bytes.
         let stem = format!(
-            "{}-{}",
+            "{}-{}{}",
             guest.content_hash(),
-            self.engine().compatibility_digest()
+            self.engine().compatibility_digest(),
+            if guest.has_snapshots() {
+                format!("-s{}", crate::snapshot::instrument::INSTRUMENTATION_VERSION)
+            } else {
+                String::new()
+            }
         );
         if let crate::guest::GuestPre::Core(pre) = guest.pre() {
             let name = format!("{stem}-{}.core", crate::scientific::trees_digest(pre));
@@ -314,6 +328,16 @@ impl Runtime {
 /// Every interface a guest may import but `programs`: WASI 0.2 (the
 /// deny-everything context each run gets), `wasi:http` through the gate,
 /// the broker, and `/work` in host memory.
+/// The form a guest of identity family `family` is compiled in: the
+/// interpreters' sessions can be snapshotted, so they are instrumented.
+fn variant_for(family: &str) -> crate::component_cache::Variant {
+    use crate::component_cache::Variant;
+    match family {
+        "python-wasm" | "quickjs-wasm" => Variant::Snapshots,
+        _ => Variant::Plain,
+    }
+}
+
 fn base_linker(engine: &SandboxEngine) -> Result<Linker<RunState>, RuntimeError> {
     let link = |e: wasmtime::Error| RuntimeError::Link(format!("{e:#}"));
     let mut linker: Linker<RunState> = Linker::new(engine.engine());

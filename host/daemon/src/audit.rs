@@ -108,6 +108,12 @@ pub struct AuditRecord {
     /// Broker calls beyond the trace's row cap (counted, outcome unknown).
     #[serde(skip_serializing_if = "is_zero")]
     pub broker_calls_uncounted: u64,
+    /// A snapshot's fingerprint (SHA-256 of its id, hex), never the id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
+    /// A snapshot's archive size, bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot_bytes: Option<u64>,
 }
 
 fn is_zero(v: &u64) -> bool {

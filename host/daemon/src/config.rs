@@ -51,6 +51,20 @@ pub const MAX_SESSIONS_PER_OWNER_ENV: &str = "SANDBOX_MAX_SESSIONS_PER_OWNER";
 pub const HEADER_TIMEOUT_ENV: &str = "PLIMSOLL_HEADER_TIMEOUT_SECS";
 /// Seconds SIGTERM waits for in-flight runs.
 pub const DRAIN_SECS_ENV: &str = "PLIMSOLL_DRAIN_SECS";
+/// Where session snapshots are kept (default: `snapshots` in the state
+/// directory).
+pub const SNAPSHOT_DIR_ENV: &str = "PLIMSOLL_SNAPSHOT_DIR";
+/// How long a snapshot is kept, seconds (default 7 days).
+pub const SNAPSHOT_TTL_ENV: &str = "PLIMSOLL_SNAPSHOT_TTL";
+/// Snapshots one caller may hold (default 64).
+pub const SNAPSHOTS_PER_CALLER_ENV: &str = "PLIMSOLL_SNAPSHOTS_PER_CALLER";
+/// Bytes of snapshots one caller may hold (default 2 GiB).
+pub const SNAPSHOT_BYTES_PER_CALLER_ENV: &str = "PLIMSOLL_SNAPSHOT_BYTES_PER_CALLER";
+/// Bytes of snapshots the host keeps in all (default 16 GiB).
+pub const SNAPSHOT_BYTES_TOTAL_ENV: &str = "PLIMSOLL_SNAPSHOT_BYTES_TOTAL";
+/// The largest archive `POST /v1/snapshots/import` accepts (default
+/// 512 MiB).
+pub const SNAPSHOT_MAX_BYTES_ENV: &str = "PLIMSOLL_SNAPSHOT_MAX_BYTES";
 
 /// Everything the daemon needs to start.
 #[derive(Debug, Clone)]
@@ -102,6 +116,11 @@ pub struct DaemonConfig {
     pub header_timeout: Duration,
     /// How long a client may take to send its request body.
     pub body_timeout: Duration,
+    /// Where snapshots are kept, and their quotas and expiry.
+    pub snapshot_dir: PathBuf,
+    pub snapshot_limits: plimsoll::snapshot::store::StoreLimits,
+    /// The largest archive an import accepts, bytes.
+    pub snapshot_max_bytes: usize,
 }
 
 /// A setting the daemon could not use.
@@ -193,6 +212,9 @@ impl DaemonConfig {
                     .collect()
             })
             .unwrap_or_default();
+        let snapshot_dir = var(SNAPSHOT_DIR_ENV)?
+            .map(PathBuf::from)
+            .unwrap_or_else(|| state_dir.join("snapshots"));
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
@@ -230,6 +252,17 @@ impl DaemonConfig {
             drain: Duration::from_secs(number(DRAIN_SECS_ENV, 30u64)?),
             header_timeout: Duration::from_secs(number(HEADER_TIMEOUT_ENV, 10u64)?.max(1)),
             body_timeout: Duration::from_secs(30),
+            snapshot_dir,
+            snapshot_limits: {
+                let d = plimsoll::snapshot::store::StoreLimits::default();
+                plimsoll::snapshot::store::StoreLimits {
+                    per_caller: number(SNAPSHOTS_PER_CALLER_ENV, d.per_caller)?,
+                    per_caller_bytes: number(SNAPSHOT_BYTES_PER_CALLER_ENV, d.per_caller_bytes)?,
+                    total_bytes: number(SNAPSHOT_BYTES_TOTAL_ENV, d.total_bytes)?,
+                    ttl: Duration::from_secs(number(SNAPSHOT_TTL_ENV, d.ttl.as_secs())?),
+                }
+            },
+            snapshot_max_bytes: number(SNAPSHOT_MAX_BYTES_ENV, 512usize << 20)?,
         })
     }
 

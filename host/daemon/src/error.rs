@@ -68,18 +68,22 @@ pub fn status_for(code: &str) -> StatusCode {
         | "invalid_limits"
         | "identity_mismatch"
         | "language_unavailable"
-        | "unknown_component" => StatusCode::BAD_REQUEST,
+        | "unknown_component"
+        | "snapshot_invalid"
+        | "snapshot_too_large" => StatusCode::BAD_REQUEST,
         "unauthorized" => StatusCode::UNAUTHORIZED,
         "forbidden" | "grant_not_allowed" | "unknown_grant" | "insufficient_isolation" => {
             StatusCode::FORBIDDEN
         }
-        "not_found" | "unknown_session" => StatusCode::NOT_FOUND,
-        "session_busy" => StatusCode::CONFLICT,
+        "not_found" | "unknown_session" | "unknown_snapshot" => StatusCode::NOT_FOUND,
+        "session_busy" | "snapshot_unavailable" | "snapshot_guest_mismatch" => StatusCode::CONFLICT,
         "body_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
         "unsupported_media_type" => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "rate_limited" | "concurrency_limit" | "session_limit" | "cpu_allowance_exhausted" => {
-            StatusCode::TOO_MANY_REQUESTS
-        }
+        "rate_limited"
+        | "concurrency_limit"
+        | "session_limit"
+        | "cpu_allowance_exhausted"
+        | "snapshot_quota" => StatusCode::TOO_MANY_REQUESTS,
         "busy"
         | "provider_disabled"
         | "draining"

@@ -281,6 +281,20 @@ async fn run() -> ExitCode {
         body_timeout: cfg.body_timeout,
         max_sessions_per_owner: cfg.max_sessions_per_owner,
         chains: Default::default(),
+        snapshots: match plimsoll::snapshot::store::SnapshotStore::open(
+            &cfg.snapshot_dir,
+            cfg.snapshot_limits,
+        ) {
+            Ok(s) => Some(Arc::new(s)),
+            Err(e) => {
+                tracing::warn!(
+                    "snapshots are off: the snapshot directory could not be opened: {}",
+                    e.kind()
+                );
+                None
+            }
+        },
+        snapshot_max_bytes: cfg.snapshot_max_bytes,
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let limits = ConnLimits {
@@ -335,6 +349,9 @@ async fn run() -> ExitCode {
             loop {
                 tick.tick().await;
                 let open = app.sandbox.sweep_sessions();
+                if let Some(s) = &app.snapshots {
+                    s.sweep();
+                }
                 app.metrics.set_sessions(open);
                 if let Err(e) = app.quotas.ledger.flush() {
                     tracing::error!("cannot persist the daily allowance ledger: {e}");

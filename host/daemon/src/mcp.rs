@@ -428,4 +428,50 @@ impl Backend for DaemonBackend {
         }
         closed
     }
+
+    fn snapshot_session<'a>(
+        &'a self,
+        session_id: &'a str,
+    ) -> BoxFuture<'a, Result<plimsoll::snapshot::store::Meta, ErrorInfo>> {
+        Box::pin(async move {
+            self.app
+                .snapshot_session(&self.caller, session_id, false)
+                .await
+                .map_err(|e| ErrorInfo {
+                    code: e.code,
+                    message: e.message,
+                })
+        })
+    }
+
+    fn resume_session<'a>(
+        &'a self,
+        snapshot_id: &'a str,
+    ) -> BoxFuture<'a, Result<SessionInfo, ErrorInfo>> {
+        Box::pin(async move {
+            self.app
+                .resume_session(&self.caller, snapshot_id, RunRequest::default())
+                .await
+                .map_err(|e| ErrorInfo {
+                    code: e.code,
+                    message: e.message,
+                })
+        })
+    }
+
+    fn fork_session<'a>(
+        &'a self,
+        session_id: &'a str,
+        n: usize,
+    ) -> BoxFuture<'a, Result<Vec<SessionInfo>, ErrorInfo>> {
+        Box::pin(async move {
+            self.app
+                .fork_session(&self.caller, session_id, n, RunRequest::default())
+                .await
+                .map_err(|e| ErrorInfo {
+                    code: e.code,
+                    message: e.message,
+                })
+        })
+    }
 }

@@ -27,6 +27,14 @@ pub(crate) enum Invocation {
     OuterTimeout,
 }
 
+impl Invocation {
+    /// Whether an interpreter's `eval` returned its value (not an error,
+    /// a trap or a timeout).
+    pub(crate) fn evaluated_ok(&self) -> bool {
+        matches!(self, Invocation::Returned(Ok(CallValue::Eval(Ok(_)))))
+    }
+}
+
 /// A guest's own answer.
 pub(crate) enum CallValue {
     /// `wasi:cli/run` returned; `true` for success.
@@ -97,7 +105,11 @@ pub(crate) async fn invoke(
                 .call_run(&mut *store)
                 .await
                 .map(|r| CallValue::Run(r.is_ok())),
-            Live::Interpreter(i) => i.call_eval(&mut *store, code).await.map(CallValue::Eval),
+            Live::Interpreter(i) => i
+                .api
+                .call_eval(&mut *store, code)
+                .await
+                .map(CallValue::Eval),
             Live::Shell(sh) => sh.call_eval(&mut *store, code).await.map(CallValue::Shell),
             Live::Core(c) => c.eval(&mut *store, code).await.map(CallValue::Eval),
         }

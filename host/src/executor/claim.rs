@@ -73,7 +73,7 @@ impl crate::warm::Maker for crate::runtime::RuntimeInner {
             // leave nothing behind; an instance whose interpreter reports
             // an error for it is not used.
             let empty = match &live {
-                Live::Interpreter(i) => Some(i.call_eval(&mut store, "").await?),
+                Live::Interpreter(i) => Some(i.api.call_eval(&mut store, "").await?),
                 Live::Shell(sh) => Some(sh.call_eval(&mut store, "").await?),
                 Live::Core(c) => Some(c.eval(&mut store, "").await?),
                 Live::Agent(_) => None,

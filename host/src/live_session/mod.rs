@@ -21,6 +21,8 @@ use futures::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod snapshot;
+
 /// Why a session ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SessionEnd {
@@ -130,6 +132,23 @@ pub trait LiveSession: Send {
         isolation: Isolation,
         run_id: String,
     ) -> BoxFuture<'a, Step>;
+
+    /// The session's exact state between two evaluations
+    /// ([`crate::snapshot`]); the session goes on unchanged. A live
+    /// session that cannot be snapshotted answers `snapshot_unavailable`,
+    /// with the reason.
+    fn snapshot<'a>(
+        &'a mut self,
+        _env: &'a Envelope,
+        _isolation: Isolation,
+    ) -> BoxFuture<'a, Result<crate::snapshot::archive::SessionImage, ErrorInfo>> {
+        Box::pin(async {
+            Err(err(
+                crate::snapshot::UNAVAILABLE,
+                "this provider's sessions have no snapshots",
+            ))
+        })
+    }
 }
 
 fn err(code: &str, message: impl Into<String>) -> ErrorInfo {
@@ -144,14 +163,32 @@ struct LiveInstance {
     live: Live,
     /// Evaluations it has run.
     cells: u64,
+    /// The host resources it held after its prologue
+    /// ([`crate::snapshot::prologue`]): a snapshot is taken only while it
+    /// holds exactly these. `None` when it took no prologue (or its
+    /// prologue failed): it has no snapshots.
+    held: Option<Vec<(u32, crate::snapshot::prologue::Held)>>,
 }
 
-/// Starts an instance of `guest` working in `workspace`.
+/// Starts an instance of `guest` working in `workspace`, pre-instantiated
+/// or fresh, and evaluates its prologue (when it has one).
 async fn start(
     rt: &Runtime,
     guest: &Guest,
     env: &Envelope,
     workspace: Arc<Workspace>,
+) -> Result<LiveInstance, ErrorInfo> {
+    start_with(rt, guest, env, workspace, true).await
+}
+
+/// [`start`], never from the warm pool when `warm` is false (a resumed
+/// instance must start exactly as the guest's base did).
+async fn start_with(
+    rt: &Runtime,
+    guest: &Guest,
+    env: &Envelope,
+    workspace: Arc<Workspace>,
+    warm: bool,
 ) -> Result<LiveInstance, ErrorInfo> {
     let mut prepared = executor::prepare_in(
         rt,
@@ -162,7 +199,12 @@ async fn start(
     )?;
     let wall = Duration::from_millis(env.wall_time_ms);
     executor::arm(rt, guest, env, &mut prepared);
-    let live = match executor::claim_warm(rt, guest, env, &mut prepared) {
+    let claimed = if warm {
+        executor::claim_warm(rt, guest, env, &mut prepared)
+    } else {
+        None
+    };
+    let live = match claimed {
         Some(live) => live,
         None => {
             match tokio::time::timeout(
@@ -192,11 +234,33 @@ async fn start(
         }
     };
     rt.refill_warm(guest);
-    Ok(LiveInstance {
+    let mut inst = LiveInstance {
         prepared,
         live,
         cells: 0,
-    })
+        held: None,
+    };
+    prologue(guest, env, &mut inst).await;
+    Ok(inst)
+}
+
+/// Evaluates `guest`'s prologue in `inst` and records what it left held;
+/// its output is discarded. A prologue that fails leaves the instance
+/// without snapshots, nothing else.
+async fn prologue(guest: &Guest, env: &Envelope, inst: &mut LiveInstance) {
+    let Some(code) = crate::snapshot::prologue::of(guest) else {
+        return;
+    };
+    if !guest.has_snapshots() {
+        return;
+    }
+    let wall = Duration::from_millis(env.wall_time_ms);
+    let inv = executor::invoke(&inst.live, &mut inst.prepared.store, code, wall).await;
+    let _ = inst.prepared.stdout.take(env.stdout_bytes);
+    let _ = inst.prepared.stderr.take(env.stderr_bytes);
+    if inv.evaluated_ok() {
+        inst.held = Some(crate::snapshot::prologue::held(&mut inst.prepared.store));
+    }
 }
 
 /// A session whose instances live in this process's engine. Dropping it
@@ -376,5 +440,13 @@ impl LiveSession for LocalSession {
             isolation,
             run_id,
         ))
+    }
+
+    fn snapshot<'a>(
+        &'a mut self,
+        env: &'a Envelope,
+        isolation: Isolation,
+    ) -> BoxFuture<'a, Result<crate::snapshot::archive::SessionImage, ErrorInfo>> {
+        Box::pin(async move { self.take_snapshot(env, &isolation).await })
     }
 }

@@ -59,6 +59,26 @@ fn invalid(message: impl Into<String>) -> ErrorData {
     ErrorData::invalid_params(message.into(), None)
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SnapshotSessionArgs {
+    pub session: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ResumeSessionArgs {
+    pub snapshot: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ForkSessionArgs {
+    pub session: String,
+    #[serde(default)]
+    pub count: Option<usize>,
+}
+
 /// The arguments of a call to `tool`.
 pub(super) fn parse<T: serde::de::DeserializeOwned>(
     tool: &str,

@@ -6,6 +6,7 @@
 use crate::run::{ErrorInfo, RunRequest, RunResult};
 use crate::sandbox::Sandbox;
 use crate::session::SessionInfo;
+use crate::snapshot::store::{Meta, SnapshotStore};
 use crate::tier::Isolation;
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -50,12 +51,46 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Closes this caller's session; whether it was open.
     fn close_session(&self, session_id: &str) -> bool;
+
+    /// Snapshots this caller's session `session_id` and keeps it
+    /// ([`crate::snapshot`]); a backend that keeps none refuses.
+    fn snapshot_session<'a>(
+        &'a self,
+        _session_id: &'a str,
+    ) -> BoxFuture<'a, Result<Meta, ErrorInfo>> {
+        Box::pin(async { Err(no_snapshots()) })
+    }
+
+    /// Opens a session for this caller from its snapshot `snapshot_id`.
+    fn resume_session<'a>(
+        &'a self,
+        _snapshot_id: &'a str,
+    ) -> BoxFuture<'a, Result<SessionInfo, ErrorInfo>> {
+        Box::pin(async { Err(no_snapshots()) })
+    }
+
+    /// Opens `n` sessions from one snapshot of this caller's session.
+    fn fork_session<'a>(
+        &'a self,
+        _session_id: &'a str,
+        _n: usize,
+    ) -> BoxFuture<'a, Result<Vec<SessionInfo>, ErrorInfo>> {
+        Box::pin(async { Err(no_snapshots()) })
+    }
+}
+
+fn no_snapshots() -> ErrorInfo {
+    ErrorInfo {
+        code: crate::snapshot::UNAVAILABLE.into(),
+        message: "this server keeps no snapshots".into(),
+    }
 }
 
 /// A [`Sandbox`] in this process, acting for `caller`.
 pub struct LocalBackend {
     sandbox: Arc<Sandbox>,
     caller: String,
+    snapshots: Option<Arc<SnapshotStore>>,
 }
 
 impl LocalBackend {
@@ -64,7 +99,14 @@ impl LocalBackend {
         LocalBackend {
             sandbox,
             caller: caller.into(),
+            snapshots: None,
         }
+    }
+
+    /// The same, keeping snapshots in `store`.
+    pub fn with_snapshots(mut self, store: Arc<SnapshotStore>) -> LocalBackend {
+        self.snapshots = Some(store);
+        self
     }
 }
 
@@ -129,5 +171,44 @@ impl Backend for LocalBackend {
 
     fn close_session(&self, session_id: &str) -> bool {
         self.sandbox.close_session(&self.caller, session_id)
+    }
+
+    fn snapshot_session<'a>(
+        &'a self,
+        session_id: &'a str,
+    ) -> BoxFuture<'a, Result<Meta, ErrorInfo>> {
+        Box::pin(async move {
+            let store = self.snapshots.as_ref().ok_or_else(no_snapshots)?;
+            let s = self
+                .sandbox
+                .snapshot_session(&self.caller, session_id)
+                .await?;
+            store.put(&self.caller, &s.archive, s.identities, &s.taken_at)
+        })
+    }
+
+    fn resume_session<'a>(
+        &'a self,
+        snapshot_id: &'a str,
+    ) -> BoxFuture<'a, Result<SessionInfo, ErrorInfo>> {
+        Box::pin(async move {
+            let store = self.snapshots.as_ref().ok_or_else(no_snapshots)?;
+            let (_, bytes) = store.get(&self.caller, snapshot_id)?;
+            self.sandbox
+                .resume_session(&self.caller, bytes, &RunRequest::default())
+                .await
+        })
+    }
+
+    fn fork_session<'a>(
+        &'a self,
+        session_id: &'a str,
+        n: usize,
+    ) -> BoxFuture<'a, Result<Vec<SessionInfo>, ErrorInfo>> {
+        Box::pin(async move {
+            self.sandbox
+                .fork_session(&self.caller, session_id, n, &RunRequest::default())
+                .await
+        })
     }
 }

@@ -7,7 +7,10 @@
 //!   guest?)`: a fresh instance, exactly as `Sandbox::run`;
 //! - `open_session(language, guest?)`, `run_cell(session, code, files?)`,
 //!   `close_session(session)`: sessions bound to the MCP connection (a
-//!   connection's close closes its sessions, [`ConnectionSessions`]).
+//!   connection's close closes its sessions, [`ConnectionSessions`]);
+//! - `snapshot_session(session)`, `resume_session(snapshot)`,
+//!   `fork_session(session, count?)`: a session's exact state kept, and
+//!   new sessions from it ([`crate::snapshot`]).
 //!
 //! Every answer carries the run's status, isolation tier and run id, as
 //! text for a model and as structured content for a program
@@ -33,6 +36,7 @@ pub mod backend;
 mod calls;
 mod connection;
 pub mod render;
+mod snapshots;
 mod tools;
 
 use args::parse;
@@ -160,6 +164,12 @@ impl ServerHandler for McpServer {
             "open_session" => self.open_session(b, parse("open_session", args)?).await,
             "run_cell" => self.run_cell(b, parse("run_cell", args)?, &context).await,
             "close_session" => self.close_session(b, parse("close_session", args)?),
+            "snapshot_session" => {
+                self.snapshot_session(b, parse("snapshot_session", args)?)
+                    .await
+            }
+            "resume_session" => self.resume_session(b, parse("resume_session", args)?).await,
+            "fork_session" => self.fork_session(b, parse("fork_session", args)?).await,
             _ => Err(ErrorData::invalid_params("tool not found", None)),
         }?;
         Ok(result.into())

@@ -79,7 +79,7 @@ fn tools(offered: &[Offered], iso: &crate::tier::Isolation, max_ms: u64) -> Vec<
         "type": "object",
         "properties": {
             "session": {"type": "string", "description": "The id `open_session` returned."},
-            "code": {"type": "string", "description": "The cell. Names defined by earlier cells are still there; the trailing expression's value is printed. (An `sh` session keeps its files; each command starts a fresh shell, as `docker exec` does.)"},
+            "code": {"type": "string", "description": "The cell. Names defined by earlier cells are still there; the trailing expression's value is printed. (In an `sh` session each cell is a line of a persistent shell: files, the working directory and exported variables carry over.)"},
             "files": files_schema,
         },
         "required": ["session", "code"],
@@ -88,6 +88,27 @@ fn tools(offered: &[Offered], iso: &crate::tier::Isolation, max_ms: u64) -> Vec<
     let close_session = json!({
         "type": "object",
         "properties": {"session": {"type": "string"}},
+        "required": ["session"],
+        "additionalProperties": false,
+    });
+    let snapshot_session = json!({
+        "type": "object",
+        "properties": {"session": {"type": "string", "description": "The id `open_session` returned."}},
+        "required": ["session"],
+        "additionalProperties": false,
+    });
+    let resume_session = json!({
+        "type": "object",
+        "properties": {"snapshot": {"type": "string", "description": "The id `snapshot_session` returned."}},
+        "required": ["snapshot"],
+        "additionalProperties": false,
+    });
+    let fork_session = json!({
+        "type": "object",
+        "properties": {
+            "session": {"type": "string", "description": "The id `open_session` returned."},
+            "count": {"type": "integer", "minimum": 1, "maximum": 8, "description": "How many new sessions (default 1)."},
+        },
         "required": ["session"],
         "additionalProperties": false,
     });
@@ -116,6 +137,21 @@ fn tools(offered: &[Offered], iso: &crate::tier::Isolation, max_ms: u64) -> Vec<
             "close_session",
             "Close a session opened by `open_session`.",
             object(close_session),
+        ),
+        Tool::new(
+            "snapshot_session",
+            "Snapshot a session: its exact state (variables, imported modules, generators, files) kept as a snapshot id. The session goes on unchanged; `resume_session` opens a new session from the id, even on another connection, later.",
+            object(snapshot_session),
+        ),
+        Tool::new(
+            "resume_session",
+            "Open a new session from a snapshot id `snapshot_session` returned: it starts exactly where the snapshot was taken (no cell is run again).",
+            object(resume_session),
+        ),
+        Tool::new(
+            "fork_session",
+            "Fork a session: one snapshot, then `count` new sessions from it, each independent of the others and of the original (to try several plans from one point).",
+            object(fork_session),
         ),
     ]
 }

@@ -83,6 +83,13 @@ pub struct Descriptor {
     write: bool,
 }
 
+impl Descriptor {
+    /// The workspace node it holds.
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+}
+
 impl Drop for Descriptor {
     fn drop(&mut self) {
         let _ = self.ws.tree().close(self.owner, self.handle);

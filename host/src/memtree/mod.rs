@@ -34,6 +34,7 @@
 
 mod charge;
 mod handles;
+mod image;
 #[cfg(test)]
 mod model_tests;
 mod paths;
@@ -44,6 +45,7 @@ mod tree;
 
 pub use charge::Budget;
 pub use handles::{HOST, Handle, Owner, new_owner};
+pub use image::{ImageEntry, TreeImage};
 pub use tree::Tree;
 
 /// Longest name, bytes (as on Linux).

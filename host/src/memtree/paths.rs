@@ -13,7 +13,7 @@ use super::tree::{Kind, Node, Tree};
 use super::{MAX_DEPTH, MAX_NAME, MAX_PATH, NodeId, ROOT, TreeError};
 use std::collections::BTreeMap;
 
-fn check_name(name: &str) -> Result<(), TreeError> {
+pub(super) fn check_name(name: &str) -> Result<(), TreeError> {
     if name.len() > MAX_NAME {
         return Err(TreeError::NameTooLong);
     }

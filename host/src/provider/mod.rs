@@ -135,6 +135,26 @@ pub trait Provider: Send + Sync {
         })
     }
 
+    /// Opens a session for `caller` set to `image` (a snapshot,
+    /// [`crate::snapshot`]) with `opts.guests` — the snapshot's guests,
+    /// in its order. A provider whose sessions have no snapshots answers
+    /// `snapshot_unavailable`.
+    fn resume_session<'a>(
+        &'a self,
+        _caller: &'a str,
+        _opts: &'a SessionOptions,
+        _env: &'a Envelope,
+        _image: &'a crate::snapshot::archive::SessionImage,
+    ) -> BoxFuture<'a, Result<Box<dyn LiveSession>, ErrorInfo>> {
+        let name = self.name().to_owned();
+        Box::pin(async move {
+            Err(ErrorInfo {
+                code: crate::snapshot::UNAVAILABLE.into(),
+                message: format!("provider {name} does not resume sessions"),
+            })
+        })
+    }
+
     /// Runs `guest` once on behalf of `caller`. The caller has already
     /// checked the floor, the request and the envelope. A provider that
     /// keeps workers never lets one worker serve two callers.
@@ -266,6 +286,19 @@ impl Provider for WasmProvider {
                 env,
             )
             .await?;
+            Ok(Box::new(s) as Box<dyn LiveSession>)
+        })
+    }
+
+    fn resume_session<'a>(
+        &'a self,
+        _caller: &'a str,
+        opts: &'a SessionOptions,
+        env: &'a Envelope,
+        image: &'a crate::snapshot::archive::SessionImage,
+    ) -> BoxFuture<'a, Result<Box<dyn LiveSession>, ErrorInfo>> {
+        Box::pin(async move {
+            let s = LocalSession::resume(&self.runtime, opts.guests.clone(), env, image).await?;
             Ok(Box::new(s) as Box<dyn LiveSession>)
         })
     }

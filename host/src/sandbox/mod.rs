@@ -17,6 +17,7 @@ pub mod project;
 mod runs;
 mod sessions;
 pub mod shelf;
+pub mod snapshots;
 
 pub use shelf::{Readiness, Shelved, WARMING_UP};
 

@@ -18,7 +18,9 @@ use wasmtime::{Memory, Store, TypedFunc};
 
 /// A live instance.
 pub(crate) struct CoreLive {
-    memory: Memory,
+    /// The instance (its exported state, [`crate::snapshot::core_access`]).
+    pub(crate) instance: wasmtime::Instance,
+    pub(crate) memory: Memory,
     turn: TypedFunc<(i32, i32), i32>,
     alloc: TypedFunc<i32, i32>,
 }
@@ -66,6 +68,7 @@ pub(crate) fn live_of(
         .get_memory(&mut *store, "memory")
         .ok_or_else(|| wasmtime::Error::msg("the guest exports no memory"))?;
     Ok(CoreLive {
+        instance,
         memory,
         turn: instance.get_typed_func(&mut *store, "turn")?,
         alloc: instance.get_typed_func(&mut *store, "host_alloc")?,

@@ -200,6 +200,8 @@ fn err(code: &str, message: impl Into<String>) -> ErrorInfo {
     }
 }
 
+mod snapshot;
+
 impl SessionTable {
     pub(crate) fn new(limits: SessionLimits) -> Self {
         SessionTable {
@@ -393,6 +395,18 @@ impl SessionTable {
         opts: &SessionOptions,
         env: &Envelope,
     ) -> Result<SessionInfo, ErrorInfo> {
+        self.open_as(caller, opts, provider.open_session(caller, opts, env))
+            .await
+    }
+
+    /// Opens a session for `caller` whose live half `live` makes, under
+    /// every cap (the place is held before `live` is awaited).
+    async fn open_as(
+        &self,
+        caller: &str,
+        opts: &SessionOptions,
+        live: futures::future::BoxFuture<'_, Result<Box<dyn LiveSession>, ErrorInfo>>,
+    ) -> Result<SessionInfo, ErrorInfo> {
         self.sweep();
         if opts.guests.is_empty() {
             return Err(err("invalid_request", "a session needs an interpreter"));
@@ -405,7 +419,7 @@ impl SessionTable {
             self.bury(id, caller, SessionEnd::Replaced);
             crate::reaper::reap_instance(slot);
         }
-        let live = provider.open_session(caller, opts, env).await?;
+        let live = live.await?;
         let id = crate::run::new_run_id();
         let now = Instant::now();
         let lifetime = opts

@@ -35,6 +35,15 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .route("/v1/sessions", post(open_session))
         .route("/v1/sessions/{id}/runs", post(session_run))
         .route("/v1/sessions/{id}", delete(close_session))
+        .route("/v1/sessions/{id}/snapshot", post(snapshots::snapshot))
+        .route("/v1/sessions/{id}/pause", post(snapshots::pause))
+        .route("/v1/sessions/{id}/fork", post(snapshots::fork))
+        .route("/v1/snapshots/import", post(snapshots::import))
+        .route(
+            "/v1/snapshots/{id}",
+            get(snapshots::get).delete(snapshots::delete),
+        )
+        .route("/v1/snapshots/{id}/export", get(snapshots::export))
         .route("/v1/info", get(info))
         .route("/v1/openapi.json", get(openapi))
         .route("/healthz", get(healthz))
@@ -78,6 +87,11 @@ pub struct SessionRequest {
     /// scientific guest), as in a run request.
     #[serde(default)]
     pub guest: Option<String>,
+    /// Resume this snapshot of the caller's instead (docs/snapshots.md):
+    /// a session with exactly its state. `language` may come with it and
+    /// must then be the snapshot's; `component` and `guest` may not.
+    #[serde(default)]
+    pub from_snapshot: Option<String>,
 }
 
 /// What `GET /v1/info` answers.
@@ -160,6 +174,9 @@ macro_rules! tri {
     };
 }
 
+// After `tri!`, which it uses.
+pub mod snapshots;
+
 /// Runs code or a component once, in a fresh instance.
 #[utoipa::path(
     post, path = "/v1/runs", tag = "runs", request_body = RunRequest,
@@ -202,6 +219,9 @@ pub async fn open_session(State(app): State<Arc<App>>, headers: HeaderMap, body:
     let started = Instant::now();
     let (caller, bytes, _body_permit) = tri!(app.begin(&headers, body).await);
     let sreq: SessionRequest = tri!(parse_json(&bytes));
+    if let Some(id) = &sreq.from_snapshot {
+        return resume(&app, &caller, id, sreq.clone()).await;
+    }
     let req = RunRequest {
         language: sreq.language,
         component: sreq.component,
@@ -216,6 +236,42 @@ pub async fn open_session(State(app): State<Arc<App>>, headers: HeaderMap, body:
         ..SessionOpen::default()
     };
     match app.open_session(&caller, open, started).await {
+        Ok(info) => (StatusCode::CREATED, Json(info)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /v1/sessions` with `from_snapshot`.
+async fn resume(
+    app: &App,
+    caller: &crate::callers::Caller,
+    id: &str,
+    s: SessionRequest,
+) -> Response {
+    if s.component.is_some() || s.guest.is_some() || s.require_identity.is_some() {
+        return ApiError::new(
+            "invalid_request",
+            "`from_snapshot` resumes the snapshot's own guests: `component`, `guest` and `require_identity` do not go with it",
+        )
+        .into_response();
+    }
+    if let Some(language) = s.language {
+        let meta = tri!(app.snapshot_meta(caller, id));
+        let first = meta
+            .identities
+            .first()
+            .and_then(|i| Language::from_identity(i));
+        if first != Some(language) {
+            return ApiError::new("invalid_request", "`language` is not the snapshot's")
+                .into_response();
+        }
+    }
+    let req = RunRequest {
+        limits: s.limits,
+        minimum_isolation: s.minimum_isolation,
+        ..RunRequest::default()
+    };
+    match app.resume_session(caller, id, req).await {
         Ok(info) => (StatusCode::CREATED, Json(info)).into_response(),
         Err(e) => e.into_response(),
     }

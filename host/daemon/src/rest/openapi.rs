@@ -31,6 +31,13 @@ impl Modify for BearerAuth {
         crate::rest::session_run,
         crate::rest::close_session,
         crate::rest::info,
+        crate::rest::snapshots::snapshot,
+        crate::rest::snapshots::pause,
+        crate::rest::snapshots::fork,
+        crate::rest::snapshots::get,
+        crate::rest::snapshots::delete,
+        crate::rest::snapshots::export,
+        crate::rest::snapshots::import,
     ),
     components(schemas(
         plimsoll::RunRequest,
@@ -38,6 +45,9 @@ impl Modify for BearerAuth {
         plimsoll::session::SessionInfo,
         crate::rest::SessionRequest,
         crate::rest::Info,
+        crate::rest::snapshots::SnapshotInfo,
+        crate::rest::snapshots::ForkRequest,
+        crate::rest::snapshots::ForkInfo,
         crate::error::ApiError,
     )),
     modifiers(&BearerAuth)

@@ -121,27 +121,41 @@ pub async fn read_body(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<(Bytes, BodyPermit), ApiError> {
+    read_body_of(app, caller, headers, body, "application/json", app.max_body).await
+}
+
+/// [`read_body`] of a body of content type `media` (or none) and at most
+/// `max` bytes (a snapshot archive: `application/octet-stream`), within
+/// the same budgets.
+pub async fn read_body_of(
+    app: &App,
+    caller: &Caller,
+    headers: &HeaderMap,
+    body: Body,
+    media: &str,
+    max: usize,
+) -> Result<(Bytes, BodyPermit), ApiError> {
     if let Some(ct) = headers.get(header::CONTENT_TYPE) {
         let ct = ct.to_str().unwrap_or("");
         let essence = ct.split(';').next().unwrap_or("").trim();
-        if !essence.eq_ignore_ascii_case("application/json") {
+        if !essence.eq_ignore_ascii_case(media) {
             return Err(ApiError::new(
                 "unsupported_media_type",
-                "the body must be application/json",
+                format!("the body must be {media}"),
             ));
         }
     }
     let too_large = || {
         ApiError::new(
             "body_too_large",
-            format!("the body is larger than {} bytes", app.max_body),
+            format!("the body is larger than {max} bytes"),
         )
     };
     if let Some(len) = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
-        && len > app.max_body as u64
+        && len > max as u64
     {
         return Err(too_large());
     }
@@ -158,12 +172,10 @@ pub async fn read_body(
             let Ok(data) = frame.into_data() else {
                 continue;
             };
-            if buf.len().saturating_add(data.len()) > app.max_body {
+            if buf.len().saturating_add(data.len()) > max {
                 return Err(too_large());
             }
-            if let Err(whose) =
-                permit.cover(buf.len() + data.len(), app.max_body, &share, &app.bodies)
-            {
+            if let Err(whose) = permit.cover(buf.len() + data.len(), max, &share, &app.bodies) {
                 app.metrics.shed("bodies_in_flight");
                 return Err(ApiError::new(
                     "busy",

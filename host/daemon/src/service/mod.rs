@@ -13,10 +13,11 @@ pub mod accounting;
 pub mod admission;
 pub mod body;
 pub mod sessions;
+pub mod snapshots;
 
 pub use accounting::fingerprint;
 pub use admission::check_profiles;
-pub use body::{BodyPermit, body_share_kib, read_body};
+pub use body::{BodyPermit, body_share_kib, read_body, read_body_of};
 pub use sessions::{Chain, Chained, Chains, SessionOpen, valid_session_id};
 
 use crate::audit::AuditLog;
@@ -57,4 +58,10 @@ pub struct App {
     pub max_sessions_per_owner: u32,
     /// The protocol's sessions: their chains of records.
     pub chains: Chains,
+    /// Where session snapshots are kept (`PLIMSOLL_SNAPSHOT_DIR`); `None`
+    /// when the store could not be opened (snapshots are then refused).
+    pub snapshots: Option<Arc<plimsoll::snapshot::store::SnapshotStore>>,
+    /// The largest snapshot archive imported, bytes
+    /// (`PLIMSOLL_SNAPSHOT_MAX_BYTES`).
+    pub snapshot_max_bytes: usize,
 }

@@ -48,8 +48,46 @@ impl App {
     pub async fn open_session(
         &self,
         caller: &Caller,
+        o: SessionOpen,
+        started: Instant,
+    ) -> Result<SessionInfo, ApiError> {
+        let opts = o.opts.clone();
+        self.open_session_through(
+            caller,
+            o,
+            started,
+            "session_open",
+            None,
+            move |sb, c, req| {
+                Box::pin(async move {
+                    match &opts {
+                        Some(opts) => sb.open_session_with(c, opts, req).await,
+                        None => sb.open_session(c, req).await,
+                    }
+                })
+            },
+        )
+        .await
+    }
+
+    /// [`App::open_session`] whose session `open` makes (a new one, or
+    /// one resumed from a snapshot), audited as `event` (with the
+    /// snapshot's fingerprint, when it comes from one).
+    pub async fn open_session_through(
+        &self,
+        caller: &Caller,
         mut o: SessionOpen,
         started: Instant,
+        event: &'static str,
+        snapshot: Option<String>,
+        open: impl for<'a> FnOnce(
+            &'a plimsoll::Sandbox,
+            &'a str,
+            &'a RunRequest,
+        ) -> plimsoll::provider::BoxFuture<
+            'a,
+            Result<SessionInfo, plimsoll::run::ErrorInfo>,
+        >,
     ) -> Result<SessionInfo, ApiError> {
         self.bind_to_caller(caller, &mut o.req)?;
         self.check_audit()?;
@@ -83,16 +121,10 @@ impl App {
             return Err(limit());
         }
         let iso = self.sandbox.isolation();
-        let opened = match &o.opts {
-            Some(opts) => {
-                self.sandbox
-                    .open_session_with(&caller.id, opts, &o.req)
-                    .await
-            }
-            None => self.sandbox.open_session(&caller.id, &o.req).await,
-        };
+        let opened = open(&self.sandbox, &caller.id, &o.req).await;
         self.metrics.set_sessions(self.sandbox.session_total());
-        let mut rec = self.base_record("session_open", caller, &iso);
+        let mut rec = self.base_record(event, caller, &iso);
+        rec.snapshot = snapshot;
         rec.protocol = o.protocol;
         rec.trace_id = o.trace_id.clone();
         rec.language = o.req.language.map(Language::as_str);

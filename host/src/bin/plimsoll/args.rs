@@ -76,9 +76,14 @@ pub(crate) struct McpArgs {
 pub(crate) struct ReplArgs {
     #[command(flatten)]
     pub(crate) common: CommonArgs,
-    /// python or javascript.
-    #[arg(long)]
-    pub(crate) language: String,
+    /// python, javascript or sh (with `--resume`: the snapshot's, which
+    /// it may name again).
+    #[arg(long, required_unless_present = "resume")]
+    pub(crate) language: Option<String>,
+    /// Resume the session a snapshot FILE holds (written by `:snapshot
+    /// FILE` in an earlier `plimsoll repl`): its exact state.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) resume: Option<PathBuf>,
     /// The interpreter guest: `standard`, or for Python `scientific`
     /// (numpy, pandas, scipy, scikit-learn, statsmodels, matplotlib).
     #[arg(long, env = "PLIMSOLL_GUEST")]

@@ -30,10 +30,20 @@ pub(crate) async fn mcp(args: McpArgs) -> ExitCode {
         sandbox.provider_name(),
         sandbox.isolation().tier
     );
-    let backend = std::sync::Arc::new(plimsoll::mcp::backend::LocalBackend::new(
+    let mut backend = plimsoll::mcp::backend::LocalBackend::new(
         std::sync::Arc::new(sandbox),
         plimsoll::sandbox::LOCAL_CALLER,
-    ));
+    );
+    // Snapshots are kept in the state directory (`PLIMSOLL_SNAPSHOT_DIR`
+    // elsewhere), so that a later `plimsoll mcp` resumes them.
+    let dir = std::env::var_os("PLIMSOLL_SNAPSHOT_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| plimsoll::config::default_state_dir().join("snapshots"));
+    match plimsoll::snapshot::store::SnapshotStore::open(&dir, Default::default()) {
+        Ok(store) => backend = backend.with_snapshots(std::sync::Arc::new(store)),
+        Err(e) => eprintln!("plimsoll mcp: snapshots are off ({}: {e})", dir.display()),
+    }
+    let backend = std::sync::Arc::new(backend);
     match plimsoll::mcp::serve_stdio(backend).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),

@@ -26,9 +26,34 @@ fn opens_block(line: &str) -> bool {
 /// Reads cells from stdin and runs each in one session.
 pub(crate) async fn repl(args: ReplArgs) -> ExitCode {
     use std::io::{BufRead, IsTerminal};
-    let language = match args.language.parse::<Language>() {
-        Ok(l) => l,
-        Err(e) => return fail(&e),
+    let archive = match &args.resume {
+        Some(path) => match read_snapshot(path) {
+            Ok(b) => Some(b),
+            Err(e) => return fail(&e),
+        },
+        None => None,
+    };
+    // The snapshot's first guest is the session's language.
+    let resumed_language = match &archive {
+        Some(b) => match snapshot_language(b) {
+            Ok(l) => Some(l),
+            Err(e) => return fail(&e),
+        },
+        None => None,
+    };
+    let mut args = args;
+    if resumed_language.is_some_and(|(_, scientific)| scientific) && args.guest.is_none() {
+        args.guest = Some("scientific".into());
+    }
+    let resumed_language = resumed_language.map(|(l, _)| l);
+    let language = match (args.language.as_deref(), resumed_language) {
+        (Some(l), resumed) => match l.parse::<Language>() {
+            Ok(l) if resumed.is_none_or(|r| r == l) => l,
+            Ok(_) => return fail("--language is not the snapshot's"),
+            Err(e) => return fail(&e),
+        },
+        (None, Some(l)) => l,
+        (None, None) => return fail("--language is required"),
     };
     let mut cfg = match sandbox_config(&args.common) {
         Ok(c) => c,
@@ -65,7 +90,14 @@ pub(crate) async fn repl(args: ReplArgs) -> ExitCode {
         guest: args.guest.clone(),
         ..RunRequest::default()
     };
-    let info = match sandbox.open_session(caller, &open).await {
+    let opened = match archive {
+        Some(bytes) => {
+            let req = RunRequest::default();
+            sandbox.resume_session(caller, bytes, &req).await
+        }
+        None => sandbox.open_session(caller, &open).await,
+    };
+    let info = match opened {
         Ok(i) => i,
         Err(e) => {
             eprintln!("plimsoll: {}: {}", e.code, e.message);
@@ -111,6 +143,33 @@ pub(crate) async fn repl(args: ReplArgs) -> ExitCode {
         if cell.trim().is_empty() {
             continue;
         }
+        if let Some(file) = cell.trim().strip_prefix(":snapshot") {
+            let file = file.trim();
+            if file.is_empty() {
+                let _ = writeln!(err, "plimsoll: usage: :snapshot FILE");
+                continue;
+            }
+            match sandbox.snapshot_session(caller, &info.session_id).await {
+                Ok(s) => match std::fs::write(file, &s.archive.bytes) {
+                    Ok(()) => {
+                        let _ = writeln!(
+                            err,
+                            "plimsoll: snapshot written to {file} ({} bytes); resume it with --resume {file}",
+                            s.archive.bytes.len()
+                        );
+                    }
+                    Err(e) => {
+                        let _ = writeln!(err, "plimsoll: cannot write {file}: {e}");
+                        status = ExitCode::from(EXIT_REFUSED);
+                    }
+                },
+                Err(e) => {
+                    let _ = writeln!(err, "plimsoll: {}: {}", e.code, e.message);
+                    status = ExitCode::from(EXIT_REFUSED);
+                }
+            }
+            continue;
+        }
         let (code, files) = if language == Language::Shell {
             // Each line runs in a fresh shell (one process per command);
             // its working directory and exported variables carry over in
@@ -152,4 +211,32 @@ pub(crate) async fn repl(args: ReplArgs) -> ExitCode {
     sandbox.close_session(caller, &info.session_id);
     plimsoll::reaper::flush(std::time::Duration::from_secs(10));
     status
+}
+
+/// The largest snapshot file `--resume` reads.
+const MAX_SNAPSHOT_FILE: u64 = 4 << 30;
+
+fn read_snapshot(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    let md = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if md.len() > MAX_SNAPSHOT_FILE {
+        return Err(format!("{}: larger than a snapshot may be", path.display()));
+    }
+    std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The language of a snapshot's first guest, and whether it is the
+/// scientific Python guest (its manifest alone is read).
+fn snapshot_language(bytes: &[u8]) -> Result<(Language, bool), String> {
+    let caps = plimsoll::snapshot::archive::Caps {
+        total_bytes: u64::MAX,
+        memory_bytes: 4 << 30,
+        workspace_bytes: u64::MAX,
+        workspace_entries: u64::MAX,
+    };
+    let s = plimsoll::snapshot::archive::summary(bytes, &caps).map_err(|e| e.to_string())?;
+    let first = s.identities.first().map(String::as_str).unwrap_or_default();
+    let scientific = first.starts_with(&format!("{}:", plimsoll::run::SCIENTIFIC_FAMILY));
+    Language::from_identity(first)
+        .map(|l| (l, scientific))
+        .ok_or_else(|| "the snapshot's session has no interpreter this CLI knows".to_owned())
 }

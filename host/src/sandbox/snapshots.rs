@@ -1,0 +1,209 @@
+//! Session snapshots at the sandbox ([`crate::snapshot`]): a live
+//! session's archive, a new session resumed from one, and forks.
+//!
+//! Guarantees: a snapshot belongs to the session's caller and is taken in
+//! the session's turn; an archive is verified whole (every part's digest,
+//! every size within this sandbox's envelope, the guests' identities)
+//! before any instance is started for it; a resumed session is opened
+//! under the caller's caps and the host's, at this provider's tier,
+//! checked against the floor immediately before; no grant or credential
+//! is in a snapshot (grants belong to evaluations and stay host-side).
+
+use super::Sandbox;
+use crate::guest::Guest;
+use crate::run::{ErrorInfo, Language, RunRequest};
+use crate::session::{SessionInfo, SessionOptions};
+use crate::snapshot::archive::{self, Archive, Caps, SessionImage};
+use crate::snapshot::{GUEST_MISMATCH, INVALID, UNAVAILABLE};
+
+/// The most forks one call makes.
+pub const MAX_FORKS: usize = 16;
+/// zstd's level for archives: fast (snapshots are on a session's path).
+const LEVEL: i32 = 1;
+
+fn err(code: &str, message: impl Into<String>) -> ErrorInfo {
+    ErrorInfo {
+        code: code.into(),
+        message: message.into(),
+    }
+}
+
+/// A snapshot just taken.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub archive: Archive,
+    /// The session's guests' identities, in its order.
+    pub identities: Vec<String>,
+    pub created_unix_ms: u64,
+    /// The tier the session ran at.
+    pub taken_at: String,
+}
+
+impl Sandbox {
+    /// Snapshots `caller`'s session `session_id`: its exact state, as an
+    /// archive. The session goes on unchanged.
+    pub async fn snapshot_session(
+        &self,
+        caller: &str,
+        session_id: &str,
+    ) -> Result<Snapshot, ErrorInfo> {
+        let image = self.snapshot_image(caller, session_id).await?;
+        let identities = image.guests.iter().map(|g| g.identity.clone()).collect();
+        let (created_unix_ms, taken_at) = (image.created_unix_ms, image.taken_at.clone());
+        let archive = tokio::task::spawn_blocking(move || archive::encode(&image, LEVEL))
+            .await
+            .map_err(|_| err(UNAVAILABLE, "the snapshot could not be written"))?
+            .map_err(|e| err(UNAVAILABLE, e.to_string()))?;
+        Ok(Snapshot {
+            archive,
+            identities,
+            created_unix_ms,
+            taken_at,
+        })
+    }
+
+    async fn snapshot_image(
+        &self,
+        caller: &str,
+        session_id: &str,
+    ) -> Result<SessionImage, ErrorInfo> {
+        let (image, _) = self
+            .sessions
+            .snapshot(caller, session_id, &self.envelope, self.isolation())
+            .await?;
+        Ok(image)
+    }
+
+    /// The limits an archive is read within, for a session of `req`'s
+    /// envelope.
+    pub fn snapshot_caps(&self, req: &RunRequest) -> Result<Caps, ErrorInfo> {
+        let env = self
+            .envelope
+            .lowered_by(&req.limits)
+            .map_err(|e| err("invalid_limits", e.to_string()))?;
+        // A core-module guest's memory starts above the envelope's limit
+        // (its snapshot image is allowed on top): the limiter checks the
+        // exact figure when the memory is grown; this bounds what is read.
+        let memory = env.memory_bytes.saturating_add(1 << 30).min(4 << 30);
+        Ok(Caps {
+            total_bytes: memory
+                .saturating_mul(4)
+                .saturating_add(env.workspace_bytes)
+                .saturating_add(64 << 20),
+            memory_bytes: memory,
+            workspace_bytes: env.workspace_bytes,
+            workspace_entries: env.workspace_entries,
+        })
+    }
+
+    /// Opens a new session for `caller` from the archive `bytes`, with the
+    /// envelope and floor of `req` (`limits`, `minimum_isolation`).
+    pub async fn resume_session(
+        &self,
+        caller: &str,
+        bytes: Vec<u8>,
+        req: &RunRequest,
+    ) -> Result<SessionInfo, ErrorInfo> {
+        let caps = self.snapshot_caps(req)?;
+        let (_, image) = tokio::task::spawn_blocking(move || archive::decode(&bytes, &caps))
+            .await
+            .map_err(|_| err(INVALID, "the snapshot could not be read"))?
+            .map_err(|e| err(INVALID, e.to_string()))?;
+        self.resume_image(caller, &image, req).await
+    }
+
+    /// Forks `caller`'s session `session_id` `n` times: one snapshot, `n`
+    /// new sessions from it that share nothing afterwards.
+    pub async fn fork_session(
+        &self,
+        caller: &str,
+        session_id: &str,
+        n: usize,
+        req: &RunRequest,
+    ) -> Result<Vec<SessionInfo>, ErrorInfo> {
+        if n == 0 || n > MAX_FORKS {
+            return Err(err(
+                "invalid_request",
+                format!("a fork makes 1 to {MAX_FORKS} sessions"),
+            ));
+        }
+        let image = self.snapshot_image(caller, session_id).await?;
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            match self.resume_image(caller, &image, req).await {
+                Ok(info) => out.push(info),
+                Err(e) => {
+                    // All or nothing: the forks already open are closed.
+                    for info in &out {
+                        self.close_session(caller, &info.session_id);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The guest of this sandbox with `identity`: the same build only.
+    async fn guest_with_identity(
+        &self,
+        identity: &str,
+        req: &RunRequest,
+    ) -> Result<Guest, ErrorInfo> {
+        let deadline = self.deadline_of(req);
+        let candidates = [
+            (Language::Python, None),
+            (Language::Javascript, None),
+            (Language::Shell, None),
+            (Language::Python, Some("scientific")),
+            (Language::Python, Some("standard")),
+        ];
+        for (language, guest) in candidates {
+            if let Ok(g) = self.interpreter_by(language, guest, deadline).await
+                && g.identity() == identity
+            {
+                return Ok(g);
+            }
+        }
+        Err(err(
+            GUEST_MISMATCH,
+            "the snapshot was taken with a guest build this daemon does not run",
+        ))
+    }
+
+    async fn resume_image(
+        &self,
+        caller: &str,
+        image: &SessionImage,
+        req: &RunRequest,
+    ) -> Result<SessionInfo, ErrorInfo> {
+        let env = self
+            .envelope
+            .lowered_by(&req.limits)
+            .map_err(|e| err("invalid_limits", e.to_string()))?;
+        let mut guests = Vec::with_capacity(image.guests.len());
+        for g in &image.guests {
+            guests.push(self.guest_with_identity(&g.identity, req).await?);
+        }
+        if guests.is_empty() {
+            return Err(err(INVALID, "the snapshot's session has no guest"));
+        }
+        self.provider.ready(self.deadline_of(req)).await?;
+        // The floor, immediately before the instances start.
+        self.check_provider(req)?;
+        let mut opts = SessionOptions {
+            guests,
+            start: Vec::new(),
+            keep_on_failure: image.keep_on_failure,
+            lifetime: None,
+            idle_timeout: None,
+            owner: None,
+        };
+        if let Some(cap) = self.provider.session_lifetime_cap() {
+            opts.lifetime = Some(cap);
+        }
+        self.sessions
+            .open_resumed(self.provider.as_ref(), caller, &opts, &env, image)
+            .await
+    }
+}
