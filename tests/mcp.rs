@@ -117,7 +117,15 @@ fn the_mcp_inspector_agrees_over_stdio() {
     names.sort_unstable();
     assert_eq!(
         names,
-        ["close_session", "open_session", "run_cell", "run_code"]
+        [
+            "close_session",
+            "fork_session",
+            "open_session",
+            "resume_session",
+            "run_cell",
+            "run_code",
+            "snapshot_session"
+        ]
     );
 
     let call = |lang: &str, code: &str, more: &[&str]| {

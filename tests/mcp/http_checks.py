@@ -86,7 +86,7 @@ async def main():
         async with ClientSession(read, write) as s:
             await s.initialize()
             names = sorted(t.name for t in (await s.list_tools()).tools)
-            check("http: the four tools", names == ["close_session", "open_session", "run_cell", "run_code"], names)
+            check("http: the seven tools", names == ["close_session", "fork_session", "open_session", "resume_session", "run_cell", "run_code", "snapshot_session"], names)
             r = await s.call_tool("run_code", {"language": "python", "code": "print(6*7)"})
             check("http: python runs", st(r).get("stdout") == "42\n" and st(r)["isolation"]["tier"] == "process", st(r))
             r = await s.call_tool("run_code", {"language": "javascript", "code": "1+1"})

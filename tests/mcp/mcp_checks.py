@@ -94,7 +94,7 @@ async def main_checks():
             await s.initialize()
             tools = (await s.list_tools()).tools
             names = sorted(t.name for t in tools)
-            check("tools: the four", names == ["close_session", "open_session", "run_cell", "run_code"], names)
+            check("tools: the seven", names == ["close_session", "fork_session", "open_session", "resume_session", "run_cell", "run_code", "snapshot_session"], names)
             rc = next(t for t in tools if t.name == "run_code")
             langs = rc.input_schema["properties"]["language"]["enum"]
             check("tools: the languages present", "python" in langs and "javascript" in langs, langs)
@@ -147,6 +147,25 @@ async def main_checks():
             e = await s.call_tool("run_cell", {"session": sid, "code": "raise KeyError('k')"})
             again = await s.call_tool("run_cell", {"session": sid, "code": "x"})
             check("session: an exception keeps it", e.is_error and structured(again).get("result") == "41", structured(again))
+            # Snapshot, resume, fork: the state comes back exactly, and the
+            # copies are the connection's own sessions.
+            snap = await s.call_tool("snapshot_session", {"session": sid})
+            snap_id = structured(snap).get("snapshot")
+            check("snapshot: taken", not snap.is_error and isinstance(snap_id, str) and len(snap_id) == 64, structured(snap))
+            res = await s.call_tool("resume_session", {"snapshot": snap_id})
+            rid = structured(res).get("session")
+            back = await s.call_tool("run_cell", {"session": rid, "code": "x"})
+            check("snapshot: resumed with its state", not res.is_error and structured(back).get("result") == "41", (structured(res), structured(back)))
+            fk = await s.call_tool("fork_session", {"session": sid, "count": 2})
+            forks = [x["session"] for x in structured(fk).get("sessions", [])]
+            check("snapshot: forked twice", not fk.is_error and len(forks) == 2, structured(fk))
+            await s.call_tool("run_cell", {"session": forks[0], "code": "x = 1"})
+            other = await s.call_tool("run_cell", {"session": forks[1], "code": "x"})
+            check("snapshot: forks share nothing", structured(other).get("result") == "41", structured(other))
+            nope = await s.call_tool("resume_session", {"snapshot": "0" * 64})
+            check("snapshot: an unknown id is refused", nope.is_error and structured(nope)["error"]["code"] == "unknown_snapshot", structured(nope))
+            for extra in [rid] + forks:
+                await s.call_tool("close_session", {"session": extra})
             c = await s.call_tool("close_session", {"session": sid})
             check("session: closed", structured(c).get("closed") is True, structured(c))
             gone = await s.call_tool("run_cell", {"session": sid, "code": "x"})
@@ -239,7 +258,7 @@ async def main_checks():
         async with ClientSession(read, write) as s:
             await s.initialize()
             tools = (await s.list_tools()).tools
-            check("disabled: the tools are listed", len(tools) == 4, [t.name for t in tools])
+            check("disabled: the tools are listed", len(tools) == 7, [t.name for t in tools])
             r = await s.call_tool("run_code", {"language": "python", "code": "print(1)"})
             st = structured(r)
             check("disabled: refused", r.is_error and st.get("status") == "refused", st)

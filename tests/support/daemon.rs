@@ -270,7 +270,9 @@ impl Setup {
                 }
             }
         });
-        let line = match rx.recv_timeout(Duration::from_secs(120)) {
+        // A hardened daemon compiles its guests before it listens: on a cold
+        // cache, under the load of the whole suite, minutes.
+        let line = match rx.recv_timeout(Duration::from_secs(300)) {
             Ok(l) => l,
             Err(_) => {
                 let _ = child.kill();
