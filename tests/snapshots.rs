@@ -395,3 +395,93 @@ async fn a_fork_makes_independent_sessions() {
         assert!(s.close_session(caller, &f.session_id));
     }
 }
+
+fn wrapped(dir: &std::path::Path, kind: plimsoll::ProviderKind) -> Sandbox {
+    sandbox_in(dir, |c| {
+        c.provider = kind;
+        c.workers = plimsoll::provider::WorkerConfig {
+            worker_bin: Some(env!("CARGO_BIN_EXE_plimsoll-worker").into()),
+            warm: 1,
+            max: 4,
+            image_dir: Some(dir.join("images")),
+            ..plimsoll::provider::WorkerConfig::default()
+        };
+    })
+}
+
+/// A snapshot taken behind one boundary resumes behind another: under
+/// bubblewrap and in-process, both ways, and inside gVisor; each resumed
+/// session reports the tier it runs at now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_moves_between_tiers() {
+    let caller = "across-tiers";
+    let local = shared();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut tiers = vec![(
+        wrapped(dir.path(), plimsoll::ProviderKind::WasmBwrap),
+        plimsoll::Tier::Container,
+    )];
+    let runsc = std::process::Command::new("runsc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        runsc,
+        "gVisor's runsc is missing (apt-get install runsc; make setup and .ci/run install it)"
+    );
+    let gdir = tempfile::tempdir().expect("tempdir");
+    tiers.push((
+        wrapped(gdir.path(), plimsoll::ProviderKind::WasmGvisor),
+        plimsoll::Tier::Kernel,
+    ));
+    for (s, tier) in &tiers {
+        assert_eq!(s.isolation().tier, *tier);
+        // Taken behind the boundary, resumed in-process.
+        let info = s
+            .open_session(caller, &open_req(Language::Python))
+            .await
+            .expect("open");
+        eval(
+            s,
+            caller,
+            &info.session_id,
+            "x = 41\nit = iter('abc'); next(it)",
+        )
+        .await;
+        let snap = s
+            .snapshot_session(caller, &info.session_id)
+            .await
+            .expect("snapshot");
+        assert_eq!(snap.taken_at, tier.as_str());
+        let here = local
+            .resume_session(caller, snap.archive.bytes.clone(), &RunRequest::default())
+            .await
+            .expect("resume in-process");
+        let r = local
+            .run_in_session(caller, &here.session_id, &cell("x + 1, next(it)"))
+            .await;
+        assert_eq!(r.result.as_deref(), Some("(42, 'b')"), "{r:?}");
+        assert_eq!(r.isolation.tier, plimsoll::Tier::Process);
+        // Taken in-process, resumed behind the boundary.
+        let snap = local
+            .snapshot_session(caller, &here.session_id)
+            .await
+            .expect("snapshot");
+        let there = s
+            .resume_session(caller, snap.archive.bytes.clone(), &RunRequest::default())
+            .await
+            .expect("resume behind the boundary");
+        let r = s
+            .run_in_session(caller, &there.session_id, &cell("x + 2, next(it)"))
+            .await;
+        assert_eq!(r.result.as_deref(), Some("(43, 'c')"), "{r:?}");
+        assert_eq!(r.isolation.tier, *tier);
+        for (sb, id) in [
+            (s, &info.session_id),
+            (s, &there.session_id),
+            (local, &here.session_id),
+        ] {
+            assert!(sb.close_session(caller, id));
+        }
+    }
+}

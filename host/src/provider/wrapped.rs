@@ -234,6 +234,44 @@ impl WrappedProvider {
     }
 }
 
+impl WrappedProvider {
+    /// A session in a worker of `caller`'s, started fresh or resumed from
+    /// the archive `resume`.
+    fn open_in_worker<'a>(
+        &'a self,
+        caller: &'a str,
+        opts: &'a SessionOptions,
+        env: &'a Envelope,
+        resume: Option<Vec<u8>>,
+    ) -> BoxFuture<'a, Result<Box<dyn LiveSession>, ErrorInfo>> {
+        let handle = self.handle();
+        let caller = caller.to_owned();
+        let opts = opts.clone();
+        let env = *env;
+        Box::pin(async move {
+            let deadline =
+                std::time::Instant::now() + std::time::Duration::from_millis(env.wall_time_ms);
+            let pool = self.ready_pool(deadline).await?;
+            let Some(handle) = handle else {
+                return Err(ErrorInfo {
+                    code: "worker_unavailable".into(),
+                    message: "the worker pool is shut down".into(),
+                });
+            };
+            let mut task = AbortOnDrop(handle.spawn(async move {
+                crate::worker::pool::Pool::open_session(&pool, &caller, &opts, &env, resume).await
+            }));
+            match (&mut task.0).await {
+                Ok(r) => r.map(|s| Box::new(s) as Box<dyn LiveSession>),
+                Err(_) => Err(ErrorInfo {
+                    code: "worker_lost".into(),
+                    message: "the session's start failed".into(),
+                }),
+            }
+        })
+    }
+}
+
 impl Provider for WrappedProvider {
     fn name(&self) -> &str {
         self.name
@@ -279,31 +317,25 @@ impl Provider for WrappedProvider {
         opts: &'a SessionOptions,
         env: &'a Envelope,
     ) -> BoxFuture<'a, Result<Box<dyn LiveSession>, ErrorInfo>> {
-        let handle = self.handle();
-        let caller = caller.to_owned();
-        let opts = opts.clone();
-        let env = *env;
-        Box::pin(async move {
-            let deadline =
-                std::time::Instant::now() + std::time::Duration::from_millis(env.wall_time_ms);
-            let pool = self.ready_pool(deadline).await?;
-            let Some(handle) = handle else {
-                return Err(ErrorInfo {
-                    code: "worker_unavailable".into(),
-                    message: "the worker pool is shut down".into(),
-                });
-            };
-            let mut task = AbortOnDrop(handle.spawn(async move {
-                crate::worker::pool::Pool::open_session(&pool, &caller, &opts, &env).await
-            }));
-            match (&mut task.0).await {
-                Ok(r) => r.map(|s| Box::new(s) as Box<dyn LiveSession>),
-                Err(_) => Err(ErrorInfo {
-                    code: "worker_lost".into(),
-                    message: "the session's start failed".into(),
-                }),
-            }
-        })
+        self.open_in_worker(caller, opts, env, None)
+    }
+
+    fn resume_session<'a>(
+        &'a self,
+        caller: &'a str,
+        opts: &'a SessionOptions,
+        env: &'a Envelope,
+        image: &'a crate::snapshot::archive::SessionImage,
+    ) -> BoxFuture<'a, Result<Box<dyn LiveSession>, ErrorInfo>> {
+        match crate::snapshot::archive::encode(image, 1) {
+            Ok(a) => self.open_in_worker(caller, opts, env, Some(a.bytes)),
+            Err(e) => Box::pin(async move {
+                Err(ErrorInfo {
+                    code: crate::snapshot::TOO_LARGE.into(),
+                    message: e.to_string(),
+                })
+            }),
+        }
     }
 
     fn run<'a>(

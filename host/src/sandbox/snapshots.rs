@@ -81,19 +81,7 @@ impl Sandbox {
             .envelope
             .lowered_by(&req.limits)
             .map_err(|e| err("invalid_limits", e.to_string()))?;
-        // A core-module guest's memory starts above the envelope's limit
-        // (its snapshot image is allowed on top): the limiter checks the
-        // exact figure when the memory is grown; this bounds what is read.
-        let memory = env.memory_bytes.saturating_add(1 << 30).min(4 << 30);
-        Ok(Caps {
-            total_bytes: memory
-                .saturating_mul(4)
-                .saturating_add(env.workspace_bytes)
-                .saturating_add(64 << 20),
-            memory_bytes: memory,
-            workspace_bytes: env.workspace_bytes,
-            workspace_entries: env.workspace_entries,
-        })
+        Ok(Caps::for_envelope(&env))
     }
 
     /// Opens a new session for `caller` from the archive `bytes`, with the

@@ -42,7 +42,11 @@ impl SessionTable {
         let Some(live) = guard.as_mut().filter(|_| current) else {
             return Err(unknown_session());
         };
-        let image = live.snapshot(env, isolation).await?;
+        let mut image = live.snapshot(env, isolation.clone()).await?;
+        // Where it was taken is this table's provider's word, not what a
+        // worker wrote into the archive.
+        image.taken_at = isolation.tier.as_str().to_owned();
+        image.provider = isolation.provider.clone();
         *slot.last_used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
         Ok((image, slot.guests.clone()))
     }

@@ -45,6 +45,25 @@ pub struct Caps {
     pub workspace_entries: u64,
 }
 
+impl Caps {
+    /// The limits for a session of envelope `env`. A core-module guest's
+    /// memory starts above the envelope's limit (its image is allowed on
+    /// top): the limiter checks the exact figure when a memory grows; this
+    /// bounds what is read.
+    pub fn for_envelope(env: &crate::envelope::Envelope) -> Caps {
+        let memory = env.memory_bytes.saturating_add(1 << 30).min(4 << 30);
+        Caps {
+            total_bytes: memory
+                .saturating_mul(4)
+                .saturating_add(env.workspace_bytes)
+                .saturating_add(64 << 20),
+            memory_bytes: memory,
+            workspace_bytes: env.workspace_bytes,
+            workspace_entries: env.workspace_entries,
+        }
+    }
+}
+
 /// Why an archive is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the snapshot archive is refused: {0}")]

@@ -24,7 +24,7 @@ use std::io::{Read, Write};
 /// has a [`ImageKind`] (a core-module guest is a directory). Version 4:
 /// a `BrokerCall` may carry the shorter timeout a call by URL asked for.
 /// Version 5: a shell's [`GuestImage`] names the images of its programs.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// The largest frame either side accepts: a result can carry 16 MiB of
 /// artifacts and two 1 MiB outputs by default, base64-inflated.
@@ -254,7 +254,15 @@ pub enum ToWorker {
         start: Vec<usize>,
         keep_on_failure: bool,
         envelope: Envelope,
+        /// A snapshot archive ([`crate::snapshot::archive`]) the session is
+        /// resumed from instead of started fresh; `guests` are its guests,
+        /// in its order.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resume: Option<crate::blob::Blob>,
     },
+    /// Snapshot the worker's session (between two evaluations): the
+    /// answer is `Snapshotted` or `Refused`.
+    Snapshot,
     /// Evaluate `request.code` in the session's interpreter `index`.
     Eval {
         index: usize,
@@ -302,6 +310,9 @@ pub enum FromWorker {
     },
     /// The answer to `OpenSession`: the session is open.
     SessionOpened,
+    /// The answer to `Snapshot`: the session's archive (the supervisor
+    /// verifies it whole before it is kept).
+    Snapshotted { archive: crate::blob::Blob },
     /// A typed refusal of `OpenSession` (an interpreter did not start).
     Refused { code: String, message: String },
     /// The answer to `Eval`: the evaluation's result, what became of its
@@ -474,7 +485,7 @@ mod tests {
 
     /// Tripwires: a change here changes the wire. Bump
     /// [`PROTOCOL_VERSION`] with it; do not just update the expected value.
-    const _: () = assert!(PROTOCOL_VERSION == 5);
+    const _: () = assert!(PROTOCOL_VERSION == 6);
     const _: () = assert!(MAX_FRAME == 96 << 20);
 
     #[test]

@@ -246,6 +246,8 @@ pub fn main() -> std::process::ExitCode {
     let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
     let seq = Arc::new(AtomicU64::new(1));
     let mut session: Option<LocalSession> = None;
+    // The envelope the session was opened with (its snapshots' caps).
+    let mut session_env = crate::envelope::Envelope::default();
     runtime.block_on(async move {
         loop {
             let Some(msg) = rx.recv().await else {
@@ -300,6 +302,7 @@ pub fn main() -> std::process::ExitCode {
                     start,
                     keep_on_failure,
                     envelope,
+                    resume,
                 } => {
                     if session.is_some() {
                         return fail(&out, "a worker keeps one session");
@@ -311,7 +314,25 @@ pub fn main() -> std::process::ExitCode {
                             Err(e) => return fail(&out, &e),
                         }
                     }
-                    let opened = LocalSession::open(&rt, list, &start, keep_on_failure, &envelope);
+                    session_env = envelope;
+                    let opened = async {
+                        match resume {
+                            None => {
+                                LocalSession::open(&rt, list, &start, keep_on_failure, &envelope)
+                                    .await
+                            }
+                            Some(archive) => {
+                                let caps = crate::snapshot::archive::Caps::for_envelope(&envelope);
+                                let (_, image) =
+                                    crate::snapshot::archive::decode(archive.as_bytes(), &caps)
+                                        .map_err(|e| crate::run::ErrorInfo {
+                                            code: crate::snapshot::INVALID.into(),
+                                            message: e.to_string(),
+                                        })?;
+                                LocalSession::resume(&rt, list, &envelope, &image).await
+                            }
+                        }
+                    };
                     let Some(opened) = pump(opened, &mut rx, &pending).await else {
                         return std::process::ExitCode::from(3);
                     };
@@ -368,6 +389,35 @@ pub fn main() -> std::process::ExitCode {
                             boot_id: crate::worker::observe::boot_id_again(),
                         },
                     ) {
+                        return std::process::ExitCode::from(3);
+                    }
+                }
+                ToWorker::Snapshot => {
+                    let Some(live) = session.as_mut() else {
+                        return fail(&out, "no session is open in this worker");
+                    };
+                    let iso = placeholder_isolation();
+                    let taken = live.take_snapshot(&session_env, &iso);
+                    let Some(taken) = pump(taken, &mut rx, &pending).await else {
+                        return std::process::ExitCode::from(3);
+                    };
+                    let reply = match taken.and_then(|image| {
+                        crate::snapshot::archive::encode(&image, 1).map_err(|e| {
+                            crate::run::ErrorInfo {
+                                code: crate::snapshot::TOO_LARGE.into(),
+                                message: e.to_string(),
+                            }
+                        })
+                    }) {
+                        Ok(a) => FromWorker::Snapshotted {
+                            archive: crate::blob::Blob(a.bytes),
+                        },
+                        Err(e) => FromWorker::Refused {
+                            code: e.code,
+                            message: e.message,
+                        },
+                    };
+                    if !out.send(&reply) {
                         return std::process::ExitCode::from(3);
                     }
                 }

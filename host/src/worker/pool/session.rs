@@ -15,6 +15,7 @@ use crate::envelope::Envelope;
 use crate::grant::GrantSet;
 use crate::live_session::{LiveSession, SessionEnd, SessionOptions, Step};
 use crate::run::{ErrorInfo, RunRequest, RunResult, Status};
+use crate::snapshot::archive::SessionImage;
 use crate::tier::{Isolation, WorkerUse};
 use crate::worker::protocol::{FromWorker, GrantOrigin, GuestImage, ToWorker};
 use futures::future::BoxFuture;
@@ -40,6 +41,7 @@ impl super::Worker {
         keep_on_failure: bool,
         env: &Envelope,
         broker: &RunBroker,
+        resume: Option<crate::blob::Blob>,
     ) -> Result<Result<(), ErrorInfo>, WorkerError> {
         let images = guests.clone();
         let first = ToWorker::OpenSession {
@@ -47,6 +49,7 @@ impl super::Worker {
             start,
             keep_on_failure,
             envelope: *env,
+            resume,
         };
         // Starting the interpreters is bounded by the wall time, per
         // interpreter started.
@@ -59,6 +62,33 @@ impl super::Worker {
             })),
             _ => Err(WorkerError::Protocol(
                 "unexpected frame opening a session".into(),
+            )),
+        }
+    }
+
+    /// The worker's session's archive. `Ok(Err(_))` is the worker's typed
+    /// refusal (the session lives on).
+    async fn snapshot(
+        &mut self,
+        env: &Envelope,
+        broker: &RunBroker,
+    ) -> Result<Result<Vec<u8>, ErrorInfo>, WorkerError> {
+        match self
+            .converse(
+                &ToWorker::Snapshot,
+                Duration::from_millis(env.wall_time_ms),
+                &[],
+                broker,
+            )
+            .await?
+        {
+            FromWorker::Snapshotted { archive } => Ok(Ok(archive.0)),
+            FromWorker::Refused { code, message } => Ok(Err(ErrorInfo {
+                code: code.chars().take(64).collect(),
+                message: clip(&message),
+            })),
+            _ => Err(WorkerError::Protocol(
+                "unexpected frame during a snapshot".into(),
             )),
         }
     }
@@ -111,6 +141,7 @@ impl Pool {
         caller: &str,
         opts: &SessionOptions,
         env: &Envelope,
+        resume: Option<Vec<u8>>,
     ) -> Result<WorkerSession, ErrorInfo> {
         if !pool.verified {
             return Err(ErrorInfo {
@@ -138,7 +169,14 @@ impl Pool {
         );
         match p
             .worker
-            .open_session(images, opts.start.clone(), opts.keep_on_failure, env, &idle)
+            .open_session(
+                images,
+                opts.start.clone(),
+                opts.keep_on_failure,
+                env,
+                &idle,
+                resume.map(crate::blob::Blob),
+            )
             .await
         {
             Ok(Ok(())) => Ok(WorkerSession {
@@ -176,7 +214,76 @@ impl WorkerSession {
     }
 }
 
+impl WorkerSession {
+    /// The session's state: the worker's archive, verified whole here
+    /// (the worker is not trusted) and checked to be of this session's
+    /// guests. A worker that answers anything else is retired, and the
+    /// session with it.
+    async fn take_snapshot(&mut self, env: &Envelope) -> Result<SessionImage, ErrorInfo> {
+        let Some(mut p) = self.worker.take() else {
+            return Err(ErrorInfo {
+                code: "unknown_session".into(),
+                message: "the session's worker is gone".into(),
+            });
+        };
+        let deadline = Instant::now() + Duration::from_millis(env.wall_time_ms);
+        let idle = RunBroker::new(
+            self.pool.runtime.broker().clone(),
+            GrantSet::empty(),
+            env,
+            deadline,
+        );
+        let env_owned = *env;
+        let task = self.handle.spawn(async move {
+            let out = p.worker.snapshot(&env_owned, &idle).await;
+            (p, out)
+        });
+        let lost = || ErrorInfo {
+            code: "worker_lost".into(),
+            message: "the session's worker failed while taking the snapshot".into(),
+        };
+        let (p, out) = task.await.map_err(|_| lost())?;
+        match out {
+            Ok(Ok(bytes)) => {
+                let caps = crate::snapshot::archive::Caps::for_envelope(env);
+                let checked = crate::snapshot::archive::decode(&bytes, &caps)
+                    .ok()
+                    .map(|(_, image)| image)
+                    .filter(|image| {
+                        image
+                            .guests
+                            .iter()
+                            .map(|g| g.identity.as_str())
+                            .eq(self.guest_ids.iter().map(String::as_str))
+                    });
+                match checked {
+                    Some(image) => {
+                        self.worker = Some(p);
+                        Ok(image)
+                    }
+                    // An archive that is not of this session: the worker
+                    // lies, and is retired.
+                    None => Err(lost()),
+                }
+            }
+            Ok(Err(e)) => {
+                self.worker = Some(p);
+                Err(e)
+            }
+            Err(_) => Err(lost()),
+        }
+    }
+}
+
 impl LiveSession for WorkerSession {
+    fn snapshot<'a>(
+        &'a mut self,
+        env: &'a Envelope,
+        _isolation: Isolation,
+    ) -> BoxFuture<'a, Result<SessionImage, ErrorInfo>> {
+        Box::pin(self.take_snapshot(env))
+    }
+
     fn eval<'a>(
         &'a mut self,
         index: usize,
