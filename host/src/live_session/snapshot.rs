@@ -204,17 +204,53 @@ async fn capture(
             prologue::describe(expected)
         }
     };
-    let state = read_state(guest, inst).await?;
     let base = base_of(rt, guest, env).await?;
-    if state.tables != base.tables {
+    let mut image = read_diff(guest, inst, &base).await?;
+    if image.tables != base.tables {
         return Err(unavailable(format!(
             "a table of the {} interpreter grew since it started",
             language_of(guest)
         )));
     }
-    let mut image = image::diff(&state, &base);
     image.held = held;
     Ok((image, base.sha256.clone()))
+}
+
+/// The instance's state as pages that differ from `base`, read chunk by
+/// chunk (never a whole copy of its memory).
+async fn read_diff(
+    guest: &Guest,
+    inst: &mut LiveInstance,
+    base: &Base,
+) -> Result<InstanceImage, ErrorInfo> {
+    let failed = |_| unavailable("the interpreter's state could not be read");
+    let mut d = image::Differ::new(base);
+    let mut sink = |m: usize, size: u64, offset: u64, bytes: &[u8]| d.chunk(m, size, offset, bytes);
+    let state = match &inst.live {
+        Live::Interpreter(il) => {
+            let access = guest
+                .state_access()
+                .ok_or_else(|| unavailable("the guest was not compiled for snapshots"))?;
+            access
+                .read_into(&mut inst.prepared.store, &il.instance, &mut sink)
+                .await
+                .map_err(failed)?
+        }
+        Live::Core(c) => {
+            let access = guest
+                .core_state_access()
+                .ok_or_else(|| unavailable("the guest was not compiled for snapshots"))?;
+            access
+                .read_into(&mut inst.prepared.store, &c.instance, &c.memory, &mut sink)
+                .map_err(failed)?
+        }
+        _ => {
+            return Err(unavailable(
+                "a compiled agent component's session has no snapshots",
+            ));
+        }
+    };
+    Ok(d.finish(&state))
 }
 
 async fn read_state(guest: &Guest, inst: &mut LiveInstance) -> Result<InstanceState, ErrorInfo> {

@@ -113,9 +113,42 @@ impl StateAccess {
         store: &mut Store<RunState>,
         instance: &Instance,
     ) -> wasmtime::Result<InstanceState> {
+        let mut whole: Vec<Vec<u8>> = Vec::new();
+        let mut state = self
+            .read_into(
+                store,
+                instance,
+                &mut |m: usize, size: u64, offset: u64, bytes: &[u8]| {
+                    if whole.len() <= m {
+                        whole.resize_with(m + 1, Vec::new);
+                        whole[m].reserve(size as usize);
+                    }
+                    debug_assert_eq!(whole[m].len() as u64, offset);
+                    whole[m].extend_from_slice(bytes);
+                },
+            )
+            .await?;
+        whole.resize_with(self.memories.len(), Vec::new);
+        state.memories = whole;
+        Ok(state)
+    }
+
+    /// Reads `instance`'s state, handing each memory to `sink` in order,
+    /// [`CHUNK`] bytes at a time (`sink(memory, its size, offset, bytes)`)
+    /// rather than keeping it: the returned state's `memories` are empty.
+    /// The instance is left as it was.
+    pub async fn read_into(
+        &self,
+        store: &mut Store<RunState>,
+        instance: &Instance,
+        sink: &mut impl FnMut(usize, u64, u64, &[u8]),
+    ) -> wasmtime::Result<InstanceState> {
         let mut state = InstanceState::default();
-        for m in &self.memories {
-            state.memories.push(read_memory(store, instance, m).await?);
+        for (i, m) in self.memories.iter().enumerate() {
+            read_memory(store, instance, m, &mut |size, offset, bytes| {
+                sink(i, size, offset, bytes)
+            })
+            .await?;
         }
         if let Some(g) = &self.globals {
             let scratch = 0u32;
@@ -213,33 +246,46 @@ pub struct StateShape {
     pub tables: Vec<u32>,
 }
 
-/// Reads memory `m` whole, in two halves, each with its return area in
-/// the other half (put back after each read).
+/// How much of a memory one read moves: small enough that the host's
+/// allocator reuses the buffer (no fresh pages to fault in per read), large
+/// enough that the calls cost little.
+pub const CHUNK: u32 = 64 * 1024;
+
+/// Reads memory `m` whole, [`CHUNK`] bytes at a time, each read's 8-byte
+/// return area in a chunk read already or not yet (and put back after
+/// each read), handing each chunk to `each(size, offset, bytes)`.
 async fn read_memory(
     store: &mut Store<RunState>,
     instance: &Instance,
     m: &MemoryAccess,
-) -> wasmtime::Result<Vec<u8>> {
+    each: &mut impl FnMut(u64, u64, &[u8]),
+) -> wasmtime::Result<()> {
     let size: TypedFunc<(), (u32,)> = instance.get_typed_func(&mut *store, m.size)?;
     let read: TypedFunc<(u32, u32, u32), (Vec<u8>,)> =
         instance.get_typed_func(&mut *store, m.read)?;
     let unstash: TypedFunc<(u32,), ()> = instance.get_typed_func(&mut *store, m.unstash)?;
     let bytes = u64::from(size.call_async(&mut *store, ()).await?.0) * WASM_PAGE as u64;
-    if bytes == 0 {
-        return Ok(Vec::new());
-    }
     let bytes = u32::try_from(bytes)
-        .map_err(|_| wasmtime::Error::msg("a memory of 4 GiB cannot be read in one piece"))?;
-    let half = bytes / 2;
-    let mut out = Vec::with_capacity(bytes as usize);
-    for (offset, len, scratch) in [(0, half, half), (half, bytes - half, 0)] {
+        .map_err(|_| wasmtime::Error::msg("a memory of 4 GiB cannot be read"))?;
+    // A memory of one chunk is read in two halves, each return area in
+    // the other.
+    let chunk = if bytes <= CHUNK { bytes / 2 } else { CHUNK };
+    let mut offset = 0u32;
+    while offset < bytes {
+        let len = chunk.min(bytes - offset);
+        let scratch = if offset + len + 8 <= bytes {
+            offset + len
+        } else {
+            offset - 8
+        };
         let got = read.call_async(&mut *store, (offset, len, scratch)).await;
         unstash.call_async(&mut *store, (scratch,)).await?;
         let got = got?.0;
         if got.len() != len as usize {
             return Err(lost("mread"));
         }
-        out.extend_from_slice(&got);
+        each(u64::from(bytes), u64::from(offset), &got);
+        offset += len;
     }
-    Ok(out)
+    Ok(())
 }

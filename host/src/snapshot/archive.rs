@@ -5,7 +5,8 @@
 //! "PLSNAP\0\x01"            8 bytes
 //! manifest length           u32, little-endian, at most MAX_MANIFEST
 //! manifest                  JSON: what the session held, and every part's
-//!                           name, raw length, stored length and SHA-256
+//!                           name, raw length, stored length and the
+//!                           SHA-256 of its stored (compressed) bytes
 //! parts                     each zstd-compressed, in the manifest's order
 //! ```
 //!
@@ -13,8 +14,8 @@
 //! digest of every part: the id commits to every byte.
 //!
 //! Guarantees of [`decode`]: every size is checked against [`Caps`]
-//! before anything is allocated for it; every part is decompressed to at
-//! most its stated length and must hash to its stated digest; page lists
+//! before anything is allocated for it; every part must hash to its
+//! stated digest before it is decompressed, to at most its stated length; page lists
 //! must be in order and inside their memory; nothing may follow the last
 //! part. Any failure is an [`ArchiveError`] that names what is wrong
 //! without quoting the archive, and nothing is returned.
@@ -213,7 +214,7 @@ pub fn encode(image: &SessionImage, level: i32) -> Result<Archive, ArchiveError>
             name: name.clone(),
             raw_len: raw.len() as u64,
             stored_len: z.len() as u64,
-            sha256: sha256_hex(raw),
+            sha256: sha256_hex(&z),
         });
         stored.push(z);
     }
@@ -331,10 +332,12 @@ pub fn decode(bytes: &[u8], caps: &Caps) -> Result<(String, SessionImage), Archi
             .get(at..end)
             .ok_or(ArchiveError("the archive is truncated"))?;
         at = end;
-        let raw = decompress(stored, p.raw_len)?;
-        if sha256_hex(&raw) != p.sha256 {
+        // The digest is of the bytes as stored: checked before anything
+        // is decompressed (decompression is deterministic).
+        if sha256_hex(stored) != p.sha256 {
             return bad("a part does not match its digest");
         }
+        let raw = decompress(stored, p.raw_len)?;
         if parts.insert(p.name.clone(), raw).is_some() {
             return bad("a part is named twice");
         }

@@ -42,6 +42,42 @@ impl CoreAccess {
         instance: &Instance,
         memory: &Memory,
     ) -> wasmtime::Result<InstanceState> {
+        let (globals, tables) = self.read_globals_and_tables(store, instance)?;
+        Ok(InstanceState {
+            memories: vec![memory.data(&*store).to_vec()],
+            globals,
+            tables,
+        })
+    }
+
+    /// [`CoreAccess::read`] handing the memory to `sink` (as
+    /// [`super::access::StateAccess::read_into`] does) instead of copying
+    /// it: the host reads the guest's memory in place.
+    pub fn read_into(
+        &self,
+        store: &mut Store<RunState>,
+        instance: &Instance,
+        memory: &Memory,
+        sink: &mut impl FnMut(usize, u64, u64, &[u8]),
+    ) -> wasmtime::Result<InstanceState> {
+        let (globals, tables) = self.read_globals_and_tables(store, instance)?;
+        let data = memory.data(&*store);
+        let size = data.len() as u64;
+        for (i, chunk) in data.chunks(super::access::CHUNK as usize).enumerate() {
+            sink(0, size, i as u64 * u64::from(super::access::CHUNK), chunk);
+        }
+        Ok(InstanceState {
+            memories: Vec::new(),
+            globals,
+            tables,
+        })
+    }
+
+    fn read_globals_and_tables(
+        &self,
+        store: &mut Store<RunState>,
+        instance: &Instance,
+    ) -> wasmtime::Result<(Vec<u8>, Vec<u32>)> {
         let mut globals = Vec::with_capacity(self.globals.len() * 8);
         for name in &self.globals {
             let g = instance
@@ -63,11 +99,7 @@ impl CoreAccess {
                 .ok_or_else(|| wasmtime::Error::msg("an exported table is missing"))?;
             tables.push(u32::try_from(t.size(&*store)).unwrap_or(u32::MAX));
         }
-        Ok(InstanceState {
-            memories: vec![memory.data(&*store).to_vec()],
-            globals,
-            tables,
-        })
+        Ok((globals, tables))
     }
 
     /// Sets a fresh instance to a state of `shape`, writing `runs` into

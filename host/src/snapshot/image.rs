@@ -3,7 +3,8 @@
 //! the runs of bytes that set a fresh instance back to it.
 //!
 //! Guarantees: [`diff`] keeps every page of the state that differs from
-//! the base (past the base's end, from zero); [`restore_runs`] writes
+//! the base (past the base's end, from zero), as its XOR with the base's
+//! page (so what the session left unchanged in a page is zeros); [`restore_runs`] writes
 //! those pages, the base's *volatile* pages (the few that differed
 //! between two fresh instances, so a fresh target may not hold the base's
 //! bytes there) and the pages the globals' transfer passes through — so a
@@ -79,6 +80,51 @@ impl Base {
     }
 }
 
+/// Collects the pages that differ from a base as chunks of memory arrive
+/// ([`super::access::StateAccess::read_into`]).
+pub struct Differ<'a> {
+    base: &'a Base,
+    pub memories: Vec<MemoryImage>,
+}
+
+impl<'a> Differ<'a> {
+    pub fn new(base: &'a Base) -> Differ<'a> {
+        Differ {
+            base,
+            memories: Vec::new(),
+        }
+    }
+
+    /// `bytes` of memory `m` (of `size` bytes) at `offset`, a whole number
+    /// of pages.
+    pub fn chunk(&mut self, m: usize, size: u64, offset: u64, bytes: &[u8]) {
+        if self.memories.len() <= m {
+            self.memories.resize_with(m + 1, MemoryImage::default);
+        }
+        let image = &mut self.memories[m];
+        image.bytes = size;
+        let first = (offset / PAGE as u64) as u32;
+        for (i, page) in bytes.chunks(PAGE).enumerate() {
+            let p = first + i as u32;
+            let b = self.base.page(m, p);
+            if page != b {
+                image.pages.push(p);
+                image.data.extend(page.iter().zip(b).map(|(x, y)| x ^ y));
+            }
+        }
+    }
+
+    /// The image, with the rest of the state.
+    pub fn finish(self, state: &InstanceState) -> InstanceImage {
+        InstanceImage {
+            memories: self.memories,
+            globals: state.globals.clone(),
+            tables: state.tables.clone(),
+            held: String::new(),
+        }
+    }
+}
+
 /// The pages of `state` that differ from `base`.
 pub fn diff(state: &InstanceState, base: &Base) -> InstanceImage {
     let mut memories = Vec::new();
@@ -89,10 +135,13 @@ pub fn diff(state: &InstanceState, base: &Base) -> InstanceImage {
         };
         for (p, page) in mem.chunks(PAGE).enumerate() {
             let p = p as u32;
-            if page != base.page(m, p) {
+            let b = base.page(m, p);
+            if page != b {
                 image.pages.push(p);
-                image.data.extend_from_slice(page);
-                // A memory is whole wasm pages: every chunk is a page.
+                // Kept as the page's XOR with the base's: what the session
+                // left unchanged in it is zeros, which compress to nothing.
+                // (A memory is whole wasm pages: every chunk is a page.)
+                image.data.extend(page.iter().zip(b).map(|(x, y)| x ^ y));
             }
         }
         memories.push(image);
@@ -125,16 +174,26 @@ pub fn restore_runs(
         }
         let mut runs: Vec<(u64, Vec<u8>)> = Vec::new();
         for p in pages {
-            let bytes = match mem.pages.binary_search(&p) {
-                Ok(i) => &mem.data[i * PAGE..(i + 1) * PAGE],
-                Err(_) => base.page(m, p),
-            };
+            let b = base.page(m, p);
             let at = u64::from(p) * PAGE as u64;
-            match runs.last_mut() {
-                Some((start, data)) if *start + data.len() as u64 == at => {
-                    data.extend_from_slice(bytes)
+            let run = match runs.last_mut() {
+                Some((start, data)) if *start + data.len() as u64 == at => data,
+                _ => {
+                    runs.push((at, Vec::new()));
+                    match runs.last_mut() {
+                        Some((_, data)) => data,
+                        None => continue,
+                    }
                 }
-                _ => runs.push((at, bytes.to_vec())),
+            };
+            match mem.pages.binary_search(&p) {
+                Ok(i) => run.extend(
+                    mem.data[i * PAGE..(i + 1) * PAGE]
+                        .iter()
+                        .zip(b)
+                        .map(|(x, y)| x ^ y),
+                ),
+                Err(_) => run.extend_from_slice(b),
             }
         }
         out.push(runs);
