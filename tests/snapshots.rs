@@ -154,6 +154,18 @@ async fn a_python_session_resumes_exactly_twice_and_never_replays() {
             "'kept'"
         );
         assert_eq!(eval(&s, caller, f, "drawn").await, drawn);
+        let r = s
+            .run_in_session(
+                caller,
+                f,
+                &cell("import sys\nprint('out'); print('err', file=sys.stderr)"),
+            )
+            .await;
+        assert_eq!(
+            (r.stdout.as_str(), r.stderr.as_str()),
+            ("out\n", "err\n"),
+            "{r:?}"
+        );
     }
     // Each copy's changes are its own.
     eval(
@@ -227,6 +239,20 @@ async fn a_javascript_session_resumes_with_its_closures_and_generators() {
         .await,
         "[3,\"abc\",2]"
     );
+    // Its standard streams and files work as in any session.
+    let r = s
+        .run_in_session(
+            caller,
+            &f.session_id,
+            &cell("console.log('out'); console.error('err'); require('fs').writeFileSync('/work/j.txt', 'j'); require('fs').readFileSync('/work/j.txt', 'utf8')"),
+        )
+        .await;
+    assert_eq!(
+        (r.stdout.as_str(), r.stderr.as_str()),
+        ("out\n", "err\n"),
+        "{r:?}"
+    );
+    assert_eq!(r.result.as_deref(), Some("\"j\""), "{r:?}");
 }
 
 /// A shell session: its files, and the working directory and exported
