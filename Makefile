@@ -25,15 +25,21 @@ APT := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
 
 ## Toolchain pieces the project needs (idempotent): the wasm32-wasip2
 ## target, and for the wrapped providers and their tests bubblewrap,
-## gVisor and QEMU.
+## gVisor and QEMU; for the fleet's tests (tests/cluster.rs) Redis and
+## HAProxy (their services are not started: the tests start their own on
+## loopback).
 setup:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 	@{ command -v bwrap && command -v runsc && command -v qemu-system-x86_64 && command -v cpio \
+		&& command -v redis-server && command -v haproxy \
 		&& test -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1; } >/dev/null 2>&1 || { \
-		echo "== installing bubblewrap, gVisor (runsc) and QEMU for the wrapped providers, libfaketime for the clock-step test"; \
+		echo "== installing bubblewrap, gVisor (runsc) and QEMU for the wrapped providers, libfaketime for the clock-step test, Redis and HAProxy for the fleet's tests"; \
 		DEBIAN_FRONTEND=noninteractive $(APT) update -qq && \
+		{ test -e /usr/sbin/policy-rc.d || { printf '#!/bin/sh\nexit 101\n' > /tmp/plimsoll-policy-rc.d && chmod +x /tmp/plimsoll-policy-rc.d && \
+			$(if $(filter 0,$(shell id -u)),,sudo) cp /tmp/plimsoll-policy-rc.d /usr/sbin/policy-rc.d && touch /tmp/plimsoll-policy-rc.d.ours; }; } && \
 		DEBIAN_FRONTEND=noninteractive $(APT) install -y -qq --no-install-recommends \
-			bubblewrap runsc qemu-system-x86 cpio libfaketime; }
+			bubblewrap runsc qemu-system-x86 cpio libfaketime redis-server haproxy; \
+		rc=$$?; if test -e /tmp/plimsoll-policy-rc.d.ours; then $(if $(filter 0,$(shell id -u)),,sudo) rm -f /usr/sbin/policy-rc.d /tmp/plimsoll-policy-rc.d.ours; fi; exit $$rc; }
 
 ## The microVM provider's parts: the kernel and virtio modules from
 ## Debian's kernel package. Its /init is the host's own plimsoll-worker
@@ -97,7 +103,7 @@ CLIENTS_VENV := $(CURDIR)/target/clients/venv
 ## official Python SDK (`mcp` 2.3.0, same virtualenv) and the MCP
 ## Inspector's CLI (npm, pinned; Debian's nodejs when npm is missing).
 INSPECTOR_DIR := $(CURDIR)/target/clients/inspector
-clients: $(CLIENTS_VENV)/.plimsoll-client-0.23.0 $(CLIENTS_VENV)/.mcp-2.3.0 $(CLIENTS_VENV)/.anthropic-1.13.0 $(CLIENTS_VENV)/.openai-agents-0.23.1 $(INSPECTOR_DIR)/.inspector-2.12.0
+clients: $(CLIENTS_VENV)/.plimsoll-client-0.23.0 $(CLIENTS_VENV)/.mcp-2.3.0 $(CLIENTS_VENV)/.anthropic-1.13.0 $(CLIENTS_VENV)/.openai-agents-0.23.1 $(CLIENTS_VENV)/.kubernetes-validate-1.37.0 $(INSPECTOR_DIR)/.inspector-2.12.0
 $(CLIENTS_VENV)/.plimsoll-client-0.23.0:
 	python3 -m venv $(CLIENTS_VENV)
 	$(CLIENTS_VENV)/bin/pip install --quiet --disable-pip-version-check plimsoll-client==0.23.0
@@ -114,6 +120,11 @@ $(CLIENTS_VENV)/.anthropic-1.13.0: $(CLIENTS_VENV)/.plimsoll-client-0.23.0
 	@touch $@
 $(CLIENTS_VENV)/.openai-agents-0.23.1: $(CLIENTS_VENV)/.plimsoll-client-0.23.0
 	$(CLIENTS_VENV)/bin/pip install --quiet --disable-pip-version-check openai-agents==0.23.1
+	@touch $@
+## deploy/k8s is validated offline against Kubernetes' own schemas
+## (tests/cluster.rs): kubernetes-validate bundles them.
+$(CLIENTS_VENV)/.kubernetes-validate-1.37.0: $(CLIENTS_VENV)/.plimsoll-client-0.23.0
+	$(CLIENTS_VENV)/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
 	@touch $@
 $(INSPECTOR_DIR)/.inspector-2.12.0:
 	@command -v npm >/dev/null 2>&1 || { DEBIAN_FRONTEND=noninteractive $(APT) update -qq && \

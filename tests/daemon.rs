@@ -646,6 +646,7 @@ fn hardened_unmet(setup: Setup) -> BTreeSet<String> {
         "session_cap",
         "cpu_allowance",
         "audit_log",
+        "shared_state",
     ];
     ids.iter()
         .filter(|id| err.contains(&format!("  - {id}:")))
@@ -730,6 +731,24 @@ fn hardened_cpu_allowance_per_caller() {
 fn hardened_audit_log_must_be_explicit() {
     let s = hardened().unset("PLIMSOLL_AUDIT_LOG");
     assert_eq!(hardened_unmet(s), only(&["isolation", "audit_log"]));
+}
+
+#[test]
+fn hardened_shared_state_must_fail_closed() {
+    // Refused before the daemon connects to it: nothing listens there.
+    let fleet = || {
+        hardened()
+            .set("PLIMSOLL_NODE_TAG", "0001")
+            .set("PLIMSOLL_SHARED_STATE_URL", "redis://127.0.0.1:9/")
+    };
+    assert_eq!(
+        hardened_unmet(fleet()),
+        only(&["isolation", "shared_state"])
+    );
+    let s = fleet().set("PLIMSOLL_SHARED_STATE_FAILURE", "local");
+    assert_eq!(hardened_unmet(s), only(&["isolation", "shared_state"]));
+    let s = fleet().set("PLIMSOLL_SHARED_STATE_FAILURE", "closed");
+    assert_eq!(hardened_unmet(s), only(&["isolation"]));
 }
 
 #[test]

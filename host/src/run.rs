@@ -439,6 +439,11 @@ impl RunResult {
     }
 }
 
+/// Whether `id` has the shape of [`new_run_id`]'s ids (32 lowercase hex).
+pub fn is_run_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// A fresh, unguessable run id (128 random bits, hex).
 pub fn new_run_id() -> String {
     let mut b = [0u8; 16];

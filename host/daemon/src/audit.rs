@@ -108,6 +108,12 @@ pub struct AuditRecord {
     /// Broker calls beyond the trace's row cap (counted, outcome unknown).
     #[serde(skip_serializing_if = "is_zero")]
     pub broker_calls_uncounted: u64,
+    /// The fleet node that wrote the record (`PLIMSOLL_NODE_TAG`), and its
+    /// boot epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<String>,
     /// A snapshot's fingerprint (SHA-256 of its id, hex), never the id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<String>,

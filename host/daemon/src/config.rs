@@ -51,6 +51,23 @@ pub const MAX_SESSIONS_PER_OWNER_ENV: &str = "SANDBOX_MAX_SESSIONS_PER_OWNER";
 pub const HEADER_TIMEOUT_ENV: &str = "PLIMSOLL_HEADER_TIMEOUT_SECS";
 /// Seconds SIGTERM waits for in-flight runs.
 pub const DRAIN_SECS_ENV: &str = "PLIMSOLL_DRAIN_SECS";
+/// This node's tag in a fleet: 4 lowercase hex digits (its ordinal).
+pub const NODE_TAG_ENV: &str = "PLIMSOLL_NODE_TAG";
+/// The fleet's shared state: `redis://…` (or `rediss://…`).
+pub const SHARED_STATE_URL_ENV: &str = "PLIMSOLL_SHARED_STATE_URL";
+/// `local` (default) or `closed`: what to do while the shared state does
+/// not answer.
+pub const SHARED_STATE_FAILURE_ENV: &str = "PLIMSOLL_SHARED_STATE_FAILURE";
+/// How many nodes share the callers' limits (they are divided by it while
+/// the shared state does not answer).
+pub const FLEET_SIZE_ENV: &str = "PLIMSOLL_FLEET_SIZE";
+/// Where the agent-check port listens (`ready`, `drain`, `down`).
+pub const AGENT_ADDR_ENV: &str = "PLIMSOLL_AGENT_ADDR";
+/// The fleet's key (a file of 64 hex digits): with it, a draining node
+/// hands its sessions over, sealed, to the nodes that stay.
+pub const FLEET_KEY_FILE_ENV: &str = "PLIMSOLL_FLEET_KEY_FILE";
+/// Seconds SIGTERM keeps serving calls on open sessions (0: none).
+pub const SESSION_DRAIN_SECS_ENV: &str = "PLIMSOLL_SESSION_DRAIN_SECS";
 /// Where session snapshots are kept (default: `snapshots` in the state
 /// directory).
 pub const SNAPSHOT_DIR_ENV: &str = "PLIMSOLL_SNAPSHOT_DIR";
@@ -121,6 +138,18 @@ pub struct DaemonConfig {
     pub snapshot_limits: plimsoll::snapshot::store::StoreLimits,
     /// The largest archive an import accepts, bytes.
     pub snapshot_max_bytes: usize,
+    /// This node's tag in a fleet (`PLIMSOLL_NODE_TAG`).
+    pub node_tag: Option<String>,
+    /// The fleet's shared state (`PLIMSOLL_SHARED_STATE_URL`; its
+    /// password is never logged).
+    pub shared_state_url: Option<String>,
+    pub shared_state_failure: crate::fleet::FailureMode,
+    pub fleet_size: u32,
+    pub agent_addr: Option<SocketAddr>,
+    /// The fleet's key file (`PLIMSOLL_FLEET_KEY_FILE`).
+    pub fleet_key_file: Option<PathBuf>,
+    /// How long SIGTERM keeps serving open sessions' calls.
+    pub session_drain: Duration,
 }
 
 /// A setting the daemon could not use.
@@ -263,6 +292,22 @@ impl DaemonConfig {
                 }
             },
             snapshot_max_bytes: number(SNAPSHOT_MAX_BYTES_ENV, 512usize << 20)?,
+            node_tag: var(NODE_TAG_ENV)?,
+            shared_state_url: var(SHARED_STATE_URL_ENV)?,
+            shared_state_failure: match var(SHARED_STATE_FAILURE_ENV)? {
+                None => crate::fleet::FailureMode::Local,
+                Some(v) => v.parse().map_err(|message| DaemonConfigError::Invalid {
+                    name: SHARED_STATE_FAILURE_ENV,
+                    message,
+                })?,
+            },
+            fleet_size: number(FLEET_SIZE_ENV, 1u32)?.max(1),
+            agent_addr: match var(AGENT_ADDR_ENV)? {
+                Some(v) => Some(addr(AGENT_ADDR_ENV, &v)?),
+                None => None,
+            },
+            fleet_key_file: var(FLEET_KEY_FILE_ENV)?.map(PathBuf::from),
+            session_drain: Duration::from_secs(number(SESSION_DRAIN_SECS_ENV, 0u64)?),
         })
     }
 

@@ -23,6 +23,10 @@ pub struct ApiError {
     /// Seconds to wait before trying again (also in `Retry-After`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after_secs: Option<u64>,
+    /// Why, for `session_lost`: `node_lost`, `node_restarted` or
+    /// `node_drained`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl ApiError {
@@ -34,6 +38,7 @@ impl ApiError {
             message: message.into(),
             run_id: None,
             retry_after_secs: retry_after_for(code),
+            reason: None,
         }
     }
 
@@ -54,7 +59,11 @@ impl ApiError {
 /// still compiling); `None` for the rest.
 pub fn retry_after_for(code: &str) -> Option<u64> {
     match code {
-        "worker_pool_exhausted" | "busy" | "session_busy" => Some(1),
+        "worker_pool_exhausted"
+        | "busy"
+        | "session_busy"
+        | "quota_unavailable"
+        | "session_unreachable" => Some(1),
         "warming_up" => Some(5),
         _ => None,
     }
@@ -90,7 +99,10 @@ pub fn status_for(code: &str) -> StatusCode {
         | "audit_unavailable"
         | "not_ready"
         | "worker_pool_exhausted"
-        | "warming_up" => StatusCode::SERVICE_UNAVAILABLE,
+        | "warming_up"
+        | "quota_unavailable"
+        | "session_unreachable" => StatusCode::SERVICE_UNAVAILABLE,
+        "session_lost" => StatusCode::GONE,
         "request_timeout" => StatusCode::REQUEST_TIMEOUT,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }

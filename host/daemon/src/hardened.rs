@@ -14,6 +14,7 @@
 //! | `session_cap` | when sessions are on, every caller has `max_sessions` |
 //! | `cpu_allowance` | every caller has `cpu_seconds_per_day` |
 //! | `audit_log` | an explicit audit log path (`PLIMSOLL_AUDIT_LOG`) |
+//! | `shared_state` | a fleet node fails closed (`PLIMSOLL_SHARED_STATE_FAILURE=closed`) |
 
 use crate::callers::Callers;
 use crate::config::DaemonConfig;
@@ -130,6 +131,14 @@ pub fn unmet(f: &Facts<'_>) -> Vec<Unmet> {
         no(
             "audit_log",
             "audit_log: set PLIMSOLL_AUDIT_LOG to the audit log's path".into(),
+        );
+    }
+    if f.config.shared_state_url.is_some()
+        && f.config.shared_state_failure != crate::fleet::FailureMode::Closed
+    {
+        no(
+            "shared_state",
+            "shared_state: a fleet node needs PLIMSOLL_SHARED_STATE_FAILURE=closed (no limits served from a node's own share while Redis does not answer)".into(),
         );
     }
     out

@@ -16,6 +16,7 @@ pub mod callers;
 pub mod config;
 pub mod connect;
 pub mod error;
+pub mod fleet;
 pub mod hardened;
 #[cfg(test)]
 mod layers;

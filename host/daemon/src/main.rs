@@ -15,6 +15,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+/// How long a node handing its sessions over keeps serving the calls
+/// already on their way after it told its balancer `down` (HAProxy's agent
+/// check runs every 500 ms in deploy/haproxy/plimsoll.cfg).
+const HANDOVER_SETTLE: Duration = Duration::from_millis(1500);
+
 /// Exit code for a configuration the daemon refuses (sysexits EX_CONFIG).
 const EXIT_CONFIG: u8 = 78;
 
@@ -94,8 +99,22 @@ async fn run() -> ExitCode {
         cfg.sandbox.sessions.per_caller = cfg.sandbox.sessions.per_caller.max(most);
     }
 
+    // A fleet node: its tag and boot epoch begin every session id.
+    let node = match cfg.node_tag.as_deref().map(plimsolld::fleet::Node::new) {
+        Some(Ok(n)) => Some(n),
+        Some(Err(e)) => return refuse(&[e.to_string()]),
+        None => None,
+    };
+    cfg.sandbox.sessions.id_prefix = node.map(|n| n.prefix());
+
     // Plain listeners only on loopback; no callers file only on loopback.
     let mut problems = Vec::new();
+    if cfg.shared_state_url.is_some() && node.is_none() {
+        problems.push(
+            "PLIMSOLL_SHARED_STATE_URL needs PLIMSOLL_NODE_TAG: every node of a fleet has its tag"
+                .into(),
+        );
+    }
     for (name, addr, tls) in cfg.listeners() {
         if !addr.ip().is_loopback() && !tls {
             problems.push(format!(
@@ -221,7 +240,32 @@ async fn run() -> ExitCode {
         },
         None => None,
     };
-    let quotas = match Quotas::new(callers.iter(), cfg.max_inflight, &cfg.state_dir) {
+    let fleet = match (&cfg.shared_state_url, node) {
+        (Some(url), Some(node)) => match plimsolld::fleet::Shared::connect(
+            url,
+            node,
+            cfg.fleet_size,
+            cfg.shared_state_failure,
+        )
+        .await
+        {
+            Ok(s) => Some(Arc::new(s)),
+            Err(e) => return refuse(&[e]),
+        },
+        _ => None,
+    };
+    let fleet_key = match &cfg.fleet_key_file {
+        Some(p) => match std::fs::read_to_string(p)
+            .map_err(|e| format!("{}: {e}", p.display()))
+            .and_then(|t| plimsolld::fleet::handover::Key::parse(&t).map_err(|e| e.to_string()))
+        {
+            Ok(k) => Some(Arc::new(k)),
+            Err(e) => return refuse(&[format!("the fleet's key: {e}")]),
+        },
+        None => None,
+    };
+    let share = if fleet.is_some() { cfg.fleet_size } else { 1 };
+    let quotas = match Quotas::new(callers.iter(), cfg.max_inflight, &cfg.state_dir, share) {
         Ok(q) => q,
         Err(e) => return refuse(&[format!("state directory {}: {e}", cfg.state_dir.display())]),
     };
@@ -243,6 +287,8 @@ async fn run() -> ExitCode {
         provider: isolation.provider.clone(),
         tier: isolation.tier.as_str().to_owned(),
         outcome: "ok".into(),
+        node: node.map(|n| n.tag_hex()),
+        epoch: node.map(|n| n.epoch_hex()),
         ..AuditRecord::default()
     };
     let audit = match AuditLog::open(&cfg.audit_log, start, cfg.audit_sync) {
@@ -295,7 +341,32 @@ async fn run() -> ExitCode {
             }
         },
         snapshot_max_bytes: cfg.snapshot_max_bytes,
+        node,
+        fleet: fleet.clone(),
+        agent: Default::default(),
+        sessions_draining: Default::default(),
+        fleet_key,
+        handover_waiters: Default::default(),
     });
+    if let Some(n) = node {
+        app.metrics.set_node(&n.tag_hex(), &n.epoch_hex());
+    }
+    if let Some(f) = &fleet {
+        let _ = f.register(cfg.agent_addr).await;
+        app.metrics.set_shared_state_up(f.up());
+    }
+    let agent_task = match cfg.agent_addr {
+        Some(addr) => match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => Some(tokio::spawn(plimsolld::fleet::agent::serve(
+                l,
+                app.agent.clone(),
+            ))),
+            Err(e) => {
+                return refuse(&[format!("cannot listen on {addr} for the agent check: {e}")]);
+            }
+        },
+        None => None,
+    };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let limits = ConnLimits {
         max_connections: cfg.max_connections,
@@ -342,6 +413,7 @@ async fn run() -> ExitCode {
     // freed memory back to the system when the daemon goes idle.
     let house = {
         let app = app.clone();
+        let agent_addr = cfg.agent_addr;
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
             let mut last_open = 0usize;
@@ -351,6 +423,26 @@ async fn run() -> ExitCode {
                 let open = app.sandbox.sweep_sessions();
                 if let Some(s) = &app.snapshots {
                     s.sweep();
+                }
+                // The fleet: this node's registry entry, and its open
+                // sessions' places under their callers' caps.
+                if let Some(f) = &app.fleet {
+                    let _ = f.register(agent_addr).await;
+                    let mut by_caller: std::collections::HashMap<String, Vec<String>> =
+                        std::collections::HashMap::new();
+                    for (caller, id) in app.sandbox.open_sessions() {
+                        by_caller
+                            .entry(caller)
+                            .or_default()
+                            .push(plimsolld::service::fingerprint(&id));
+                    }
+                    for (caller, fps) in by_caller {
+                        let _ = f.renew_sessions(&caller, &fps).await;
+                    }
+                    for (caller, leases) in app.quotas.leases_by_caller() {
+                        let _ = f.renew_leases(&caller, &leases).await;
+                    }
+                    app.metrics.set_shared_state_up(f.up());
                 }
                 app.metrics.set_sessions(open);
                 if let Err(e) = app.quotas.ledger.flush() {
@@ -391,6 +483,43 @@ async fn run() -> ExitCode {
     );
 
     wait_for_signal().await;
+    // Sessions first. A fleet node with its key and snapshots hands them
+    // over: the balancer is told `down` (new calls for them go to the
+    // nodes that stay, which wait for them), the calls already on their
+    // way here are served for a moment, then each session is snapshotted,
+    // sealed and left for the next node called for it.
+    if app.hands_over() {
+        if let Some(f) = &app.fleet {
+            let _ = f.mark_migrating().await;
+        }
+        app.sessions_draining.store(true, Ordering::Release);
+        app.draining.store(true, Ordering::Release);
+        app.agent.set(plimsolld::fleet::agent::State::Down);
+        tokio::time::sleep(HANDOVER_SETTLE).await;
+        let n = app.hand_over_sessions().await;
+        tracing::info!("draining: handed {n} open sessions over to the fleet");
+        app.sessions_draining.store(false, Ordering::Release);
+    }
+    // Otherwise no new work, but calls on open sessions are served until
+    // they close or the time is up (PLIMSOLL_SESSION_DRAIN_SECS).
+    app.agent.set(plimsolld::fleet::agent::State::Drain);
+    if !cfg.session_drain.is_zero() && app.sandbox.session_total() > 0 {
+        tracing::info!(
+            "draining: serving open sessions for up to {:?}",
+            cfg.session_drain
+        );
+        app.sessions_draining.store(true, Ordering::Release);
+        app.draining.store(true, Ordering::Release);
+        let until = std::time::Instant::now() + cfg.session_drain;
+        while app.sandbox.session_total() > 0 && std::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        app.sessions_draining.store(false, Ordering::Release);
+    }
+    if let Some(f) = &app.fleet {
+        let _ = f.mark_drained().await;
+    }
+    app.agent.set(plimsolld::fleet::agent::State::Down);
     tracing::info!(
         "shutting down: draining in-flight runs for up to {:?}",
         cfg.drain
@@ -406,6 +535,9 @@ async fn run() -> ExitCode {
         let _ = t.await;
     }
     house.abort();
+    if let Some(t) = agent_task {
+        t.abort();
+    }
     sandbox.close_all_sessions();
     if let Err(e) = app.quotas.ledger.flush() {
         tracing::error!("cannot persist the daily allowance ledger: {e}");

@@ -137,8 +137,8 @@ async fn authenticate(State(front): State<Front>, req: Request, next: Next) -> R
     if let Err(e) = app.check_open() {
         return e.into_response();
     }
-    if let Err(s) = app.quotas.check_rate(&caller) {
-        return app.shed(s).into_response();
+    if let Err(e) = app.spend_rate(&caller).await {
+        return e.into_response();
     }
     // A declared length over the cap is refused before a byte of the body
     // is read (the MCP layer also stops reading at the cap).
@@ -311,9 +311,10 @@ impl Drop for CancelAudit {
 impl DaemonBackend {
     /// A run's admission, as for REST: the caller's grant profiles and
     /// envelope, a healthy audit log, a concurrency slot.
-    fn admit(&self, req: &mut RunRequest) -> Result<crate::quota::RunPermit, Box<RunResult>> {
+    async fn admit(&self, req: &mut RunRequest) -> Result<crate::quota::RunPermit, Box<RunResult>> {
         self.app
             .admit_run(&self.caller, req)
+            .await
             .map_err(|e| Box::new(refused(&self.app, &e.code, e.message)))
     }
 
@@ -354,7 +355,7 @@ impl Backend for DaemonBackend {
     fn run(&self, mut req: RunRequest) -> BoxFuture<'_, RunResult> {
         Box::pin(async move {
             let started = Instant::now();
-            let permit = match self.admit(&mut req) {
+            let permit = match self.admit(&mut req).await {
                 Ok(p) => p,
                 Err(refusal) => return *refusal,
             };
@@ -396,7 +397,7 @@ impl Backend for DaemonBackend {
     ) -> BoxFuture<'a, RunResult> {
         Box::pin(async move {
             let started = Instant::now();
-            let permit = match self.admit(&mut req) {
+            let permit = match self.admit(&mut req).await {
                 Ok(p) => p,
                 Err(refusal) => return *refusal,
             };

@@ -32,6 +32,12 @@ struct ReasonLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NodeLabels {
+    node: String,
+    epoch: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BrokerLabels {
     profile: String,
     method: String,
@@ -61,6 +67,9 @@ pub struct Metrics {
     broker_calls: Family<BrokerLabels, Counter>,
     broker_seconds: Family<ProfileLabels, Histogram, fn() -> Histogram>,
     auth_failures: Family<ReasonLabels, Counter>,
+    node_info: Family<NodeLabels, Gauge>,
+    shared_state_up: Gauge,
+    sessions_lost: Family<ReasonLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -120,7 +129,28 @@ impl Metrics {
             "Requests refused for their credentials",
             auth_failures.clone(),
         );
+        let node_info = Family::<NodeLabels, Gauge>::default();
+        registry.register(
+            "node_info",
+            "This node's tag and boot epoch in a fleet (the value is 1)",
+            node_info.clone(),
+        );
+        let shared_state_up = Gauge::default();
+        registry.register(
+            "shared_state_up",
+            "1 while the fleet's shared state answers, 0 while limits are served from this node's share",
+            shared_state_up.clone(),
+        );
+        let sessions_lost = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "sessions_lost",
+            "Calls for sessions whose node was lost, restarted or drained, by reason",
+            sessions_lost.clone(),
+        );
         Metrics {
+            node_info,
+            shared_state_up,
+            sessions_lost,
             registry,
             runs,
             run_seconds,
@@ -188,6 +218,28 @@ impl Metrics {
     /// Sets the open-sessions gauge.
     pub fn set_sessions(&self, n: usize) {
         self.sessions.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    /// Names this node in `plimsoll_node_info`.
+    pub fn set_node(&self, node: &str, epoch: &str) {
+        self.node_info
+            .get_or_create(&NodeLabels {
+                node: node.to_owned(),
+                epoch: epoch.to_owned(),
+            })
+            .set(1);
+    }
+
+    /// Sets `plimsoll_shared_state_up`.
+    pub fn set_shared_state_up(&self, up: bool) {
+        self.shared_state_up.set(i64::from(up));
+    }
+
+    /// Counts a call for a lost session.
+    pub fn session_lost(&self, reason: &'static str) {
+        self.sessions_lost
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
     }
 
     /// The Prometheus text exposition.

@@ -28,6 +28,9 @@ pub enum Shed {
     HostConcurrency,
     /// The caller's run seconds for today are spent.
     CpuAllowance { retry_after_secs: u64 },
+    /// The fleet's shared state does not answer and the daemon fails
+    /// closed (`PLIMSOLL_SHARED_STATE_FAILURE=closed`).
+    SharedStateDown,
 }
 
 impl Shed {
@@ -38,6 +41,7 @@ impl Shed {
             Shed::CallerConcurrency => "concurrency_limit",
             Shed::HostConcurrency => "busy",
             Shed::CpuAllowance { .. } => "cpu_allowance_exhausted",
+            Shed::SharedStateDown => "quota_unavailable",
         }
     }
 }
@@ -51,8 +55,40 @@ struct CallerQuota {
 
 /// A run's right to proceed; released when dropped.
 pub struct RunPermit {
-    _caller: OwnedSemaphorePermit,
+    /// The caller's place on this node; `None` when the fleet's shared
+    /// state holds it as a lease.
+    _caller: Option<OwnedSemaphorePermit>,
     _host: OwnedSemaphorePermit,
+    _lease: Option<Lease>,
+}
+
+/// A run's place under its caller's cap in the fleet's shared state,
+/// given back when the permit is dropped (and by itself when its time is
+/// up, should this node die first).
+struct Lease {
+    shared: Arc<crate::fleet::Shared>,
+    caller: String,
+    id: String,
+    live: Arc<Mutex<HashMap<String, String>>>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.id);
+        let (shared, caller, id) = (
+            self.shared.clone(),
+            std::mem::take(&mut self.caller),
+            std::mem::take(&mut self.id),
+        );
+        if let Ok(h) = tokio::runtime::Handle::try_current() {
+            h.spawn(async move {
+                let _ = shared.settle(&caller, &id, 0).await;
+            });
+        }
+    }
 }
 
 /// Every caller's quotas and the host-wide cap.
@@ -62,24 +98,34 @@ pub struct Quotas {
     max_inflight: usize,
     /// Run seconds used today.
     pub ledger: CpuLedger,
+    share: u32,
+    /// This node's leases in the fleet's shared state (lease id →
+    /// caller), renewed every second while their runs go on.
+    leases: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl Quotas {
     /// Quotas for `callers`, with `max_inflight` runs host-wide and the
-    /// daily ledger kept in `state_dir`.
+    /// daily ledger kept in `state_dir`. Each caller's rate, concurrency
+    /// and allowance here are divided by `share` (a fleet's size: this
+    /// node's own counters serve only while the shared state does not
+    /// answer, and then each node gets its part).
     pub fn new<'a>(
         callers: impl Iterator<Item = &'a Arc<Caller>>,
         max_inflight: usize,
         state_dir: &Path,
+        share: u32,
     ) -> std::io::Result<Quotas> {
+        let share = share.max(1);
         let mut map = HashMap::new();
         for c in callers {
-            let per_min = NonZeroU32::new(c.rate_per_min).unwrap_or(NonZeroU32::MIN);
+            let per_min =
+                NonZeroU32::new((c.rate_per_min / share).max(1)).unwrap_or(NonZeroU32::MIN);
             map.insert(
                 c.id.clone(),
                 CallerQuota {
                     rate: governor::RateLimiter::direct(Quota::per_minute(per_min)),
-                    inflight: Arc::new(Semaphore::new(c.max_concurrent as usize)),
+                    inflight: Arc::new(Semaphore::new((c.max_concurrent / share).max(1) as usize)),
                     sessions: tokio::sync::Mutex::new(()),
                 },
             );
@@ -89,6 +135,52 @@ impl Quotas {
             host: Arc::new(Semaphore::new(max_inflight)),
             max_inflight,
             ledger: CpuLedger::open(state_dir)?,
+            share,
+            leases: Default::default(),
+        })
+    }
+
+    /// This node's live leases, by caller (to renew them).
+    pub fn leases_by_caller(&self) -> HashMap<String, Vec<String>> {
+        let mut out: HashMap<String, Vec<String>> = HashMap::new();
+        for (id, caller) in self.leases.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            out.entry(caller.clone()).or_default().push(id.clone());
+        }
+        out
+    }
+
+    /// What this node's own counters divide each caller's limits by.
+    pub fn share(&self) -> u32 {
+        self.share
+    }
+
+    /// Admits one run whose caller's place the fleet's shared state leased
+    /// (`lease` in `shared`): the host's cap only.
+    pub fn admit_leased(
+        &self,
+        shared: Arc<crate::fleet::Shared>,
+        caller: &Caller,
+        lease: String,
+    ) -> Result<RunPermit, Shed> {
+        self.leases
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(lease.clone(), caller.id.clone());
+        let l = Lease {
+            shared,
+            caller: caller.id.clone(),
+            id: lease,
+            live: self.leases.clone(),
+        };
+        let host = self
+            .host
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| Shed::HostConcurrency)?;
+        Ok(RunPermit {
+            _caller: None,
+            _host: host,
+            _lease: Some(l),
         })
     }
 
@@ -114,7 +206,8 @@ impl Quotas {
     /// cap, then the host's.
     pub fn admit(&self, caller: &Caller) -> Result<RunPermit, Shed> {
         if let Some(allowance) = caller.cpu_seconds_per_day
-            && self.ledger.used_ms(&caller.id) >= allowance.saturating_mul(1000)
+            && self.ledger.used_ms(&caller.id)
+                >= allowance.saturating_mul(1000) / u64::from(self.share)
         {
             return Err(Shed::CpuAllowance {
                 retry_after_secs: self.ledger.secs_until_reset(),
@@ -135,9 +228,18 @@ impl Quotas {
             .try_acquire_owned()
             .map_err(|_| Shed::HostConcurrency)?;
         Ok(RunPermit {
-            _caller: own,
+            _caller: Some(own),
             _host: host,
+            _lease: None,
         })
+    }
+
+    /// `caller`'s runs in flight on this node (from its own counters).
+    pub fn caller_inflight(&self, caller: &Caller) -> usize {
+        let cap = (caller.max_concurrent / self.share).max(1) as usize;
+        self.callers
+            .get(&caller.id)
+            .map_or(0, |q| cap.saturating_sub(q.inflight.available_permits()))
     }
 
     /// Runs in flight host-wide.

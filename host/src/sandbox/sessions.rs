@@ -134,6 +134,12 @@ impl Sandbox {
         self.sessions.ended(caller, session_id)
     }
 
+    /// Every open session, by caller and id (a fleet node renews their
+    /// places under their callers' caps in its shared state).
+    pub fn open_sessions(&self) -> Vec<(String, String)> {
+        self.sessions.open_ids()
+    }
+
     /// Open sessions of `caller` opened for the owner tag `owner`.
     pub fn session_count_for_owner(&self, caller: &str, owner: &str) -> usize {
         self.sessions.count_for_owner(caller, owner)
@@ -154,6 +160,13 @@ impl Sandbox {
     /// Closes `caller`'s session. Returns whether it was open.
     pub fn close_session(&self, caller: &str, session_id: &str) -> bool {
         self.sessions.close(caller, session_id)
+    }
+
+    /// Ends `caller`'s session as handed over to another node of a fleet
+    /// (its tombstone says `shutdown`). Returns whether it was open.
+    pub fn hand_over_session(&self, caller: &str, session_id: &str) -> bool {
+        self.sessions
+            .end(caller, session_id, crate::session::SessionEnd::Shutdown)
     }
 
     /// Closes idle and expired sessions; returns how many are left.

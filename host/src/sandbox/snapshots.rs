@@ -28,6 +28,15 @@ fn err(code: &str, message: impl Into<String>) -> ErrorInfo {
     }
 }
 
+/// What an open session has left, handed over with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Terms {
+    /// Its lifetime still to run.
+    pub lifetime_left: std::time::Duration,
+    /// Its idle timeout.
+    pub idle_timeout: std::time::Duration,
+}
+
 /// A snapshot just taken.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -97,7 +106,42 @@ impl Sandbox {
             .await
             .map_err(|_| err(INVALID, "the snapshot could not be read"))?
             .map_err(|e| err(INVALID, e.to_string()))?;
-        self.resume_image(caller, &image, req).await
+        self.resume_image(caller, &image, req, None).await
+    }
+
+    /// Opens `caller`'s session `id` here from the archive `bytes`, with
+    /// what it had left (`terms`): the session a fleet's draining node
+    /// snapshotted and handed over, under the id its caller holds. The
+    /// archive is verified whole as for [`Sandbox::resume_session`]; the
+    /// session is opened under every cap, at this provider's tier, checked
+    /// against the floor immediately before; an id already in this
+    /// sandbox's table is refused.
+    pub async fn adopt_session(
+        &self,
+        caller: &str,
+        id: &str,
+        bytes: Vec<u8>,
+        terms: Terms,
+        req: &RunRequest,
+    ) -> Result<SessionInfo, ErrorInfo> {
+        let caps = self.snapshot_caps(req)?;
+        let (_, image) = tokio::task::spawn_blocking(move || archive::decode(&bytes, &caps))
+            .await
+            .map_err(|_| err(INVALID, "the snapshot could not be read"))?
+            .map_err(|e| err(INVALID, e.to_string()))?;
+        self.resume_image(caller, &image, req, Some((id, terms)))
+            .await
+    }
+
+    /// What `caller`'s open session `id` has left (`None` for an unknown
+    /// id and another caller's alike).
+    pub fn session_terms(&self, caller: &str, id: &str) -> Option<Terms> {
+        self.sessions
+            .terms(caller, id)
+            .map(|(lifetime_left, idle_timeout)| Terms {
+                lifetime_left,
+                idle_timeout,
+            })
     }
 
     /// Forks `caller`'s session `session_id` `n` times: one snapshot, `n`
@@ -118,7 +162,7 @@ impl Sandbox {
         let image = self.snapshot_image(caller, session_id).await?;
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
-            match self.resume_image(caller, &image, req).await {
+            match self.resume_image(caller, &image, req, None).await {
                 Ok(info) => out.push(info),
                 Err(e) => {
                     // All or nothing: the forks already open are closed.
@@ -164,6 +208,7 @@ impl Sandbox {
         caller: &str,
         image: &SessionImage,
         req: &RunRequest,
+        adopt: Option<(&str, Terms)>,
     ) -> Result<SessionInfo, ErrorInfo> {
         let env = self
             .envelope
@@ -190,8 +235,20 @@ impl Sandbox {
         if let Some(cap) = self.provider.session_lifetime_cap() {
             opts.lifetime = Some(cap);
         }
+        let Some((id, terms)) = adopt else {
+            return self
+                .sessions
+                .open_resumed(self.provider.as_ref(), caller, &opts, &env, image)
+                .await;
+        };
+        // What the session had left, never more than this sandbox allows.
+        opts.lifetime = Some(
+            opts.lifetime
+                .map_or(terms.lifetime_left, |l| l.min(terms.lifetime_left)),
+        );
+        opts.idle_timeout = Some(terms.idle_timeout);
         self.sessions
-            .open_resumed(self.provider.as_ref(), caller, &opts, &env, image)
+            .open_adopted(self.provider.as_ref(), caller, id, &opts, &env, image)
             .await
     }
 }

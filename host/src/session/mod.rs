@@ -41,6 +41,11 @@ pub struct SessionLimits {
     pub idle_timeout: Duration,
     /// A session this old is closed, however busy.
     pub lifetime: Duration,
+    /// The first 4 bytes (8 hex digits) of every new session id: a fleet
+    /// node's tag and boot epoch, so that a balancer can route a session's
+    /// calls and a lost session can be told from an unknown one
+    /// (docs/operations.md, "A fleet"). The other 96 bits stay random.
+    pub id_prefix: Option<[u8; 4]>,
 }
 
 impl Default for SessionLimits {
@@ -50,6 +55,7 @@ impl Default for SessionLimits {
             total: 64,
             idle_timeout: Duration::from_secs(600),
             lifetime: Duration::from_secs(3600),
+            id_prefix: None,
         }
     }
 }
@@ -162,13 +168,19 @@ struct Reservation<'a> {
 
 impl Reservation<'_> {
     /// Puts the session in the table and gives the place back, at once.
-    fn commit(self, id: String, slot: Arc<Slot>) {
+    /// Puts the session in the table under `id`; `false` (and nothing
+    /// changed) when `id` is already there, open or ended.
+    fn commit(self, id: String, slot: Arc<Slot>) -> bool {
         let mut map = self.table.lock();
+        if map.contains_key(&id) || self.table.graves().contains_key(&id) {
+            return false;
+        }
         map.insert(id, slot);
         // `self` is dropped here, with `slots` still locked: no open can
         // see the session counted twice or not at all.
         drop(self);
         drop(map);
+        true
     }
 }
 
@@ -382,6 +394,25 @@ impl SessionTable {
             .count()
     }
 
+    /// What `caller`'s open session `id` has left: its lifetime and its
+    /// idle timeout (`None` for an unknown id and another caller's alike).
+    pub(crate) fn terms(&self, caller: &str, id: &str) -> Option<(Duration, Duration)> {
+        let map = self.lock();
+        let s = map.get(id).filter(|s| s.owner == caller)?;
+        Some((
+            s.lifetime.saturating_sub(s.created.elapsed()),
+            s.idle_timeout,
+        ))
+    }
+
+    /// Every open session: its caller and id.
+    pub(crate) fn open_ids(&self) -> Vec<(String, String)> {
+        self.lock()
+            .iter()
+            .map(|(id, s)| (s.owner.clone(), id.clone()))
+            .collect()
+    }
+
     /// Open sessions in all.
     pub(crate) fn len(&self) -> usize {
         self.lock().len()
@@ -395,16 +426,19 @@ impl SessionTable {
         opts: &SessionOptions,
         env: &Envelope,
     ) -> Result<SessionInfo, ErrorInfo> {
-        self.open_as(caller, opts, provider.open_session(caller, opts, env))
+        self.open_as(caller, opts, None, provider.open_session(caller, opts, env))
             .await
     }
 
     /// Opens a session for `caller` whose live half `live` makes, under
     /// every cap (the place is held before `live` is awaited).
+    /// With `given`, the session takes that id (a session another node of
+    /// a fleet handed over): refused when it is already in the table.
     async fn open_as(
         &self,
         caller: &str,
         opts: &SessionOptions,
+        given: Option<&str>,
         live: futures::future::BoxFuture<'_, Result<Box<dyn LiveSession>, ErrorInfo>>,
     ) -> Result<SessionInfo, ErrorInfo> {
         self.sweep();
@@ -419,8 +453,20 @@ impl SessionTable {
             self.bury(id, caller, SessionEnd::Replaced);
             crate::reaper::reap_instance(slot);
         }
+        if let Some(id) = given
+            && (!crate::run::is_run_id(id) || self.lock().contains_key(id))
+        {
+            return Err(err("invalid_request", "that session id cannot be taken"));
+        }
         let live = live.await?;
-        let id = crate::run::new_run_id();
+        let id = match (given, self.limits.id_prefix) {
+            (Some(id), _) => id.to_owned(),
+            (None, Some(prefix)) => {
+                let random = crate::run::new_run_id();
+                format!("{}{}", hex::encode(prefix), &random[8..])
+            }
+            (None, None) => crate::run::new_run_id(),
+        };
         let now = Instant::now();
         let lifetime = opts
             .lifetime
@@ -438,7 +484,10 @@ impl SessionTable {
             last_used: Mutex::new(now),
             state: tokio::sync::Mutex::new(Some(live)),
         });
-        reservation.commit(id.clone(), slot);
+        if !reservation.commit(id.clone(), slot.clone()) {
+            crate::reaper::reap_instance(slot);
+            return Err(err("invalid_request", "that session id cannot be taken"));
+        }
         Ok(SessionInfo {
             session_id: id,
             guest: opts.guests[0].identity().to_owned(),

@@ -63,6 +63,28 @@ impl SessionTable {
         self.open_as(
             caller,
             opts,
+            None,
+            provider.resume_session(caller, opts, env, image),
+        )
+        .await
+    }
+
+    /// Opens a session for `caller` set to `image` under the id `id` (a
+    /// session a fleet's draining node handed over); refused when `id` is
+    /// already in the table.
+    pub(crate) async fn open_adopted(
+        &self,
+        provider: &dyn Provider,
+        caller: &str,
+        id: &str,
+        opts: &SessionOptions,
+        env: &Envelope,
+        image: &SessionImage,
+    ) -> Result<SessionInfo, ErrorInfo> {
+        self.open_as(
+            caller,
+            opts,
+            Some(id),
             provider.resume_session(caller, opts, env, image),
         )
         .await

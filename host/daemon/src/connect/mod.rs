@@ -210,10 +210,11 @@ async fn serve(
         Procedure::Run | Procedure::OpenSession | Procedure::SessionRun
     );
     if starts_work {
-        app.check_open().map_err(from_api)?;
-        app.quotas
-            .check_rate(&caller)
-            .map_err(|s| from_api(app.shed(s)))?;
+        // A call on an open session is still served while the daemon
+        // drains its sessions.
+        app.check_open_for(procedure == Procedure::SessionRun)
+            .map_err(from_api)?;
+        app.spend_rate(&caller).await.map_err(from_api)?;
     }
     let (bytes, _permit) = read_body(app, &caller, headers, body)
         .await

@@ -104,7 +104,7 @@ pub(super) async fn run(
         // The library checks it again immediately before dispatch.
         req.require_identity = Some(identity.clone());
     }
-    let permit = app.admit_run(caller, &mut req).map_err(from_api)?;
+    let permit = app.admit_run(caller, &mut req).await.map_err(from_api)?;
     let started_ms = now_ms();
     let ran = match &shape {
         Shape::Shell(steps) => {

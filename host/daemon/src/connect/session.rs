@@ -17,6 +17,74 @@ pub(super) fn gone(app: &App, caller: &Caller, id: &str) -> ConnectError {
     }
 }
 
+/// [`gone`] for a session this node has never held: in a fleet, one of a
+/// lost node's is `BOUNDARY_FAILED` (its node died or restarted) or
+/// `SHUTDOWN` (its node drained), which plimsoll-client raises as
+/// `SessionEndedError`; one whose node is alive is `unavailable`, to try
+/// again; anything else `NOT_FOUND`.
+pub(super) async fn gone_from_here(app: &App, caller: &Caller, id: &str) -> ConnectError {
+    if app.sandbox.session_ended(&caller.id, id).is_some() {
+        return gone(app, caller, id);
+    }
+    match app.whereabouts(id).await {
+        crate::fleet::Whereabouts::Unknown => gone(app, caller, id),
+        crate::fleet::Whereabouts::Elsewhere => ConnectError::refused(
+            "unavailable",
+            Reason::Capacity,
+            "the session's node is alive but this call reached another; try again",
+        ),
+        crate::fleet::Whereabouts::Lost(why) => {
+            app.metrics.session_lost(why.as_str());
+            let end = match why {
+                crate::fleet::Lost::NodeDrained => End::Shutdown,
+                _ => End::BoundaryFailed,
+            };
+            ConnectError::session_ended(end, why.as_str())
+        }
+    }
+}
+
+/// `caller`'s protocol session `id` on this node: one open (or ended)
+/// here, or one its draining node handed over, taken now; else the answer
+/// of [`gone_from_here`].
+async fn chained_here(
+    app: &App,
+    caller: &Caller,
+    id: &str,
+) -> Result<std::sync::Arc<crate::service::sessions::Chained>, ConnectError> {
+    if !valid_session_id(id) {
+        return Err(gone(app, caller, id));
+    }
+    if let Some(s) = app.chains.get(&caller.id, id) {
+        return Ok(s);
+    }
+    use crate::service::handover::Adopted;
+    match app
+        .adopt_if_handed_over(caller, id)
+        .await
+        .map_err(from_api)?
+    {
+        Adopted::Here => app
+            .chains
+            .get(&caller.id, id)
+            .ok_or_else(|| gone(app, caller, id)),
+        Adopted::Unmovable => {
+            app.metrics
+                .session_lost(crate::fleet::Lost::NodeDrained.as_str());
+            Err(ConnectError::session_ended(
+                End::Shutdown,
+                crate::fleet::Lost::NodeDrained.as_str(),
+            ))
+        }
+        Adopted::Elsewhere => Err(ConnectError::refused(
+            "unavailable",
+            Reason::Capacity,
+            "the session's node is alive but this call reached another; try again",
+        )),
+        Adopted::Nothing => Err(gone_from_here(app, caller, id).await),
+    }
+}
+
 pub(super) async fn open_session(
     app: &App,
     caller: &Caller,
@@ -181,13 +249,7 @@ pub(super) async fn session_run(
         }
     };
     let facts = env.facts(&payload);
-    let session = match valid_session_id(&id)
-        .then(|| app.chains.get(&caller.id, &id))
-        .flatten()
-    {
-        Some(s) => s,
-        None => return Err(gone(app, caller, &id)),
-    };
+    let session = chained_here(app, caller, &id).await?;
     env.check_software(&session.software_identity)?;
     let mut req = match &work {
         Work::Cell {
@@ -236,7 +298,7 @@ pub(super) async fn session_run(
     // Admitted before it waits, so that a caller's calls queued on its
     // sessions count against its own concurrency cap: the queue is bounded
     // per caller, and no one else's runs wait for it.
-    let permit = app.admit_run(caller, &mut req).map_err(from_api)?;
+    let permit = app.admit_run(caller, &mut req).await.map_err(from_api)?;
     // One call at a time, in arrival order; the chain moves under it.
     let mut chain = session.chain.lock().await;
     if !app.sandbox.session_open(&caller.id, &id) {
@@ -389,13 +451,7 @@ pub(super) async fn close_session(
     m: &Msg<'_>,
 ) -> Result<Value, ConnectError> {
     let id = session_id(m)?;
-    let session = match valid_session_id(&id)
-        .then(|| app.chains.get(&caller.id, &id))
-        .flatten()
-    {
-        Some(s) => s,
-        None => return Err(gone(app, caller, &id)),
-    };
+    let session = chained_here(app, caller, &id).await?;
     // After any call in progress: its record is the last.
     let chain = session.chain.lock().await;
     let end = if app.sandbox.close_session(&caller.id, &id) {

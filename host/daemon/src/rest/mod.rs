@@ -134,8 +134,11 @@ pub struct CallerInfo {
     pub max_concurrent: u32,
     pub max_sessions: u32,
     pub cpu_seconds_per_day: Option<u64>,
-    /// Run seconds used today (UTC).
+    /// Run seconds used today (UTC): the fleet's, in a fleet whose shared
+    /// state answers (`usage.scope`).
     pub cpu_seconds_used_today: f64,
+    /// What the caller holds now, and where that was counted.
+    pub usage: crate::service::usage::CallerUsage,
 }
 
 /// Accounts for a finished run, makes its audit record durable, and
@@ -196,7 +199,7 @@ pub async fn create_run(State(app): State<Arc<App>>, headers: HeaderMap, body: B
     let (caller, bytes, _body_permit) = tri!(app.begin(&headers, body).await);
     let mut req: RunRequest = tri!(parse_json(&bytes));
     drop(bytes);
-    let permit = tri!(app.admit_run(&caller, &mut req));
+    let permit = tri!(app.admit_run(&caller, &mut req).await);
     let r = app.sandbox.run_as(&caller.id, &req).await;
     app.run_done(permit);
     finish(&app, "run", &caller, &req, r, started).await
@@ -296,7 +299,9 @@ pub async fn session_run(
     body: Body,
 ) -> Response {
     let started = Instant::now();
-    let (caller, bytes, _body_permit) = tri!(app.begin(&headers, body).await);
+    // A call on an open session is still served while the daemon drains
+    // its sessions.
+    let (caller, bytes, _body_permit) = tri!(app.begin_for(&headers, body, true).await);
     let mut req: RunRequest = tri!(parse_json(&bytes));
     drop(bytes);
     // A protocol 4 session's calls are links of its chain of records: one
@@ -304,7 +309,10 @@ pub async fn session_run(
     if !valid_session_id(&id) || app.chained(&caller, &id) {
         return unknown_session().into_response();
     }
-    let permit = tri!(app.admit_run(&caller, &mut req));
+    // Not here: in a fleet, perhaps handed over by its draining node, or
+    // lost with its node.
+    tri!(app.locate_session(&caller, &id).await);
+    let permit = tri!(app.admit_run(&caller, &mut req).await);
     let r = app.sandbox.run_in_session(&caller.id, &id, &req).await;
     app.run_done(permit);
     app.metrics.set_sessions(app.sandbox.session_total());
@@ -327,8 +335,15 @@ pub async fn close_session(
     headers: HeaderMap,
 ) -> Response {
     let caller = tri!(app.authorize(&headers, Some(crate::callers::Scope::CodeRun)));
-    if app.chained(&caller, &id) || !app.close_session(&caller, &id, None).await {
+    if app.chained(&caller, &id) {
         return unknown_session().into_response();
+    }
+    if !app.close_session(&caller, &id, None).await {
+        // Handed over by its draining node: taken here, then closed.
+        tri!(app.locate_session(&caller, &id).await);
+        if !app.close_session(&caller, &id, None).await {
+            return app.missing_session(&id).await.into_response();
+        }
     }
     StatusCode::NO_CONTENT.into_response()
 }
@@ -354,6 +369,7 @@ pub async fn info(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let caller = tri!(app.authorize(&headers, None));
     let iso = app.sandbox.isolation();
     let limits = app.sandbox.session_limits();
+    let usage = app.usage_of(&caller).await;
     let info = Info {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         provider: iso.provider.clone(),
@@ -383,7 +399,8 @@ pub async fn info(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
             max_concurrent: caller.max_concurrent,
             max_sessions: caller.max_sessions,
             cpu_seconds_per_day: caller.cpu_seconds_per_day,
-            cpu_seconds_used_today: app.quotas.ledger.used_ms(&caller.id) as f64 / 1e3,
+            cpu_seconds_used_today: usage.0 as f64 / 1e3,
+            usage: usage.1,
         },
         session_idle_timeout_sec: limits.idle_timeout.as_secs(),
         session_lifetime_sec: limits.lifetime.as_secs(),
@@ -450,6 +467,9 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Response {
 async fn metrics(State(app): State<Arc<App>>) -> Response {
     app.metrics.set_inflight(app.quotas.inflight());
     app.metrics.set_sessions(app.sandbox.session_total());
+    if let Some(f) = &app.fleet {
+        app.metrics.set_shared_state_up(f.up());
+    }
     (
         [(
             header::CONTENT_TYPE,

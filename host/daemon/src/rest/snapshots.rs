@@ -253,7 +253,7 @@ pub async fn export(
 pub async fn import(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     let caller = tri!(app.authorize(&headers, Some(crate::callers::Scope::CodeRun)));
     tri!(app.check_open());
-    tri!(app.quotas.check_rate(&caller).map_err(|s| app.shed(s)));
+    tri!(app.spend_rate(&caller).await);
     let (bytes, _permit) = tri!(
         crate::service::read_body_of(
             &app,

@@ -33,6 +33,8 @@ impl App {
             caller: Some(caller.id.clone()),
             provider: iso.provider.clone(),
             tier: iso.tier.as_str().to_owned(),
+            node: self.node.map(|n| n.tag_hex()),
+            epoch: self.node.map(|n| n.epoch_hex()),
             ..AuditRecord::default()
         }
     }
@@ -86,9 +88,15 @@ impl App {
         rec: AuditRecord,
     ) -> Result<(), ApiError> {
         if r.status != Status::Refused {
-            self.quotas
-                .ledger
-                .charge(&caller.id, r.usage.wall_ms.ceil() as u64);
+            let ms = r.usage.wall_ms.ceil() as u64;
+            self.quotas.ledger.charge(&caller.id, ms);
+            // The fleet's allowance, off the answer's path.
+            if let Some(f) = &self.fleet {
+                let (f, id) = (f.clone(), caller.id.clone());
+                tokio::spawn(async move {
+                    let _ = f.settle(&id, "", ms).await;
+                });
+            }
         }
         let language = ran_language(req, r).unwrap_or("component");
         self.metrics.run(&caller.id, language, r);

@@ -9,6 +9,7 @@ use super::App;
 use super::body::{BodyPermit, read_body};
 use crate::callers::{Caller, Scope, bearer};
 use crate::error::ApiError;
+use crate::fleet::shared::Down;
 use crate::quota::{RunPermit, Shed};
 use axum::body::Body;
 use bytes::Bytes;
@@ -57,17 +58,32 @@ impl App {
                 "the host has its maximum of runs in flight; try again shortly"
             }
             Shed::CpuAllowance { .. } => "this caller's run seconds for today are spent",
+            Shed::SharedStateDown => {
+                "the fleet's shared state does not answer, and this daemon fails closed; try again shortly"
+            }
         };
         let e = ApiError::new(s.code(), msg);
         match s {
             Shed::RateLimited { retry_after_secs } | Shed::CpuAllowance { retry_after_secs } => {
                 e.retry_after(retry_after_secs)
             }
-            Shed::CallerConcurrency | Shed::HostConcurrency => e.retry_after(1),
+            Shed::CallerConcurrency | Shed::HostConcurrency | Shed::SharedStateDown => {
+                e.retry_after(1)
+            }
         }
     }
 
     pub fn check_open(&self) -> Result<(), ApiError> {
+        self.check_open_for(false)
+    }
+
+    /// [`App::check_open`] for a call on an open session (`session_call`):
+    /// while the daemon drains its sessions
+    /// (`PLIMSOLL_SESSION_DRAIN_SECS`), those are still served.
+    pub fn check_open_for(&self, session_call: bool) -> Result<(), ApiError> {
+        if session_call && self.sessions_draining.load(Ordering::Acquire) {
+            return Ok(());
+        }
         if self.draining.load(Ordering::Acquire) {
             self.metrics.shed("draining");
             return Err(ApiError::new(
@@ -105,12 +121,100 @@ impl App {
     /// log's health and the caller's and host's concurrency caps and daily
     /// allowance; the permit holds the run's place until it is dropped
     /// ([`App::run_done`]).
-    pub fn admit_run(&self, caller: &Caller, req: &mut RunRequest) -> Result<RunPermit, ApiError> {
+    pub async fn admit_run(
+        &self,
+        caller: &Caller,
+        req: &mut RunRequest,
+    ) -> Result<RunPermit, ApiError> {
         self.bind_to_caller(caller, req)?;
         self.check_audit()?;
-        let permit = self.quotas.admit(caller).map_err(|s| self.shed(s))?;
+        let permit = match self.lease_run(caller).await? {
+            Some(p) => p,
+            None => self.quotas.admit(caller).map_err(|s| self.shed(s))?,
+        };
         self.metrics.set_inflight(self.quotas.inflight());
         Ok(permit)
+    }
+
+    /// In a fleet, the run's place under its caller's cap and allowance,
+    /// leased in the shared state (`None`: no shared state, or it does not
+    /// answer and the daemon serves from its own counters).
+    async fn lease_run(&self, caller: &Caller) -> Result<Option<RunPermit>, ApiError> {
+        let Some(f) = &self.fleet else {
+            return Ok(None);
+        };
+        if !f.up() {
+            return self.when_down().map(|()| None);
+        }
+        let lease = plimsoll::run::new_run_id();
+        // Renewed every second while the run goes on: a node that dies
+        // mid-run frees the slot within the lease's time.
+        let lease_ms = crate::fleet::shared::LEASE_TTL_MS;
+        let allowance = caller.cpu_seconds_per_day.map(|s| s.saturating_mul(1000));
+        match f
+            .admit(
+                &caller.id,
+                caller.max_concurrent,
+                &lease,
+                lease_ms,
+                allowance,
+            )
+            .await
+        {
+            Ok(0) => self
+                .quotas
+                .admit_leased(f.clone(), caller, lease)
+                .map(Some)
+                .map_err(|s| self.shed(s)),
+            Ok(-1) => Err(self.shed(Shed::CallerConcurrency)),
+            Ok(n) => Err(self.shed(Shed::CpuAllowance {
+                retry_after_secs: n.max(1) as u64,
+            })),
+            Err(Down::Unreachable) => self.when_down().map(|()| None),
+            Err(Down::Slow) => {
+                // The lease may have been taken: give it back.
+                let (f, caller) = (f.clone(), caller.id.clone());
+                tokio::spawn(async move {
+                    let _ = f.settle(&caller, &lease, 0).await;
+                });
+                Err(self.shed(Shed::SharedStateDown))
+            }
+        }
+    }
+
+    /// The shared state did not answer: `Ok` to serve from this node's
+    /// own (divided) counters, or the typed refusal of a daemon that fails
+    /// closed.
+    pub fn when_down(&self) -> Result<(), ApiError> {
+        match &self.fleet {
+            Some(f) if f.failure == crate::fleet::FailureMode::Closed => {
+                Err(self.shed(Shed::SharedStateDown))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Spends one request of `caller`'s rate: the fleet's when there is
+    /// one, else (or while it does not answer) this node's.
+    pub async fn spend_rate(&self, caller: &Caller) -> Result<(), ApiError> {
+        if let Some(f) = &self.fleet {
+            // While it is down (or slow to answer), this node's share of
+            // the rate: at worst one request more than the fleet's.
+            let checked = match f.up() {
+                true => f.check_rate(&caller.id, caller.rate_per_min).await,
+                false => Err(Down::Unreachable),
+            };
+            match checked {
+                Ok(0) => return Ok(()),
+                Ok(n) => {
+                    return Err(self.shed(Shed::RateLimited {
+                        retry_after_secs: n,
+                    }));
+                }
+                Err(_) => self.when_down()?,
+            }
+        }
+        self.quotas.check_rate(caller).map_err(|s| self.shed(s))
     }
 
     /// Gives back a run's place ([`App::admit_run`]).
@@ -127,9 +231,20 @@ impl App {
         headers: &HeaderMap,
         body: Body,
     ) -> Result<(Arc<Caller>, Bytes, BodyPermit), ApiError> {
+        self.begin_for(headers, body, false).await
+    }
+
+    /// [`App::begin`] for a call on an open session (`session_call`),
+    /// which a draining daemon still serves.
+    pub async fn begin_for(
+        &self,
+        headers: &HeaderMap,
+        body: Body,
+        session_call: bool,
+    ) -> Result<(Arc<Caller>, Bytes, BodyPermit), ApiError> {
         let caller = self.authorize(headers, Some(Scope::CodeRun))?;
-        self.check_open()?;
-        self.quotas.check_rate(&caller).map_err(|s| self.shed(s))?;
+        self.check_open_for(session_call)?;
+        self.spend_rate(&caller).await?;
         let (bytes, permit) = read_body(self, &caller, headers, body).await?;
         Ok((caller, bytes, permit))
     }

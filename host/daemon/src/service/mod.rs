@@ -12,8 +12,11 @@
 pub mod accounting;
 pub mod admission;
 pub mod body;
+pub mod handover;
+pub mod lost;
 pub mod sessions;
 pub mod snapshots;
+pub mod usage;
 
 pub use accounting::fingerprint;
 pub use admission::check_profiles;
@@ -64,4 +67,18 @@ pub struct App {
     /// The largest snapshot archive imported, bytes
     /// (`PLIMSOLL_SNAPSHOT_MAX_BYTES`).
     pub snapshot_max_bytes: usize,
+    /// This node, in a fleet (`PLIMSOLL_NODE_TAG`).
+    pub node: Option<crate::fleet::Node>,
+    /// The fleet's shared state (`PLIMSOLL_SHARED_STATE_URL`).
+    pub fleet: Option<Arc<crate::fleet::Shared>>,
+    /// The fleet's key, which seals sessions handed over at drain
+    /// (`PLIMSOLL_FLEET_KEY_FILE`).
+    pub fleet_key: Option<Arc<crate::fleet::handover::Key>>,
+    /// Calls waiting on this node for a session being handed over.
+    pub handover_waiters: handover::Waiters,
+    /// What the agent-check port says.
+    pub agent: crate::fleet::agent::Word,
+    /// Set on SIGTERM with `PLIMSOLL_SESSION_DRAIN_SECS`: new work is
+    /// refused, calls on open sessions are still served.
+    pub sessions_draining: AtomicBool,
 }

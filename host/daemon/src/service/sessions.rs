@@ -9,6 +9,7 @@ use super::App;
 use super::accounting::fingerprint;
 use crate::callers::Caller;
 use crate::error::ApiError;
+use crate::fleet::shared::Down;
 use plimsoll::RunRequest;
 use plimsoll::run::Language;
 use plimsoll::session::{SessionInfo, SessionOptions};
@@ -120,8 +121,50 @@ impl App {
         if self.sandbox.session_count(&caller.id) >= max && !replaces {
             return Err(limit());
         }
+        // In a fleet the cap is the fleet's: a place is taken there (as a
+        // pending token, made the session's fingerprint once it opened).
+        let mut pending: Option<String> = None;
+        if let Some(f) = &self.fleet
+            && !replaces
+        {
+            let token = format!("pending:{}", plimsoll::run::new_run_id());
+            let placed = match f.up() {
+                true => {
+                    f.open_session(&caller.id, caller.max_sessions, &token)
+                        .await
+                }
+                false => Err(Down::Unreachable),
+            };
+            match placed {
+                Ok(true) => pending = Some(token),
+                Ok(false) => return Err(limit()),
+                Err(Down::Slow) => {
+                    // The place may have been taken: give it back.
+                    let (f, caller) = (f.clone(), caller.id.clone());
+                    tokio::spawn(async move {
+                        let _ = f.close_session(&caller, &token).await;
+                    });
+                    return Err(self.shed(crate::quota::Shed::SharedStateDown));
+                }
+                Err(Down::Unreachable) => {
+                    self.when_down()?;
+                    let share = (max / self.quotas.share() as usize).max(1);
+                    if self.sandbox.session_count(&caller.id) >= share {
+                        return Err(limit());
+                    }
+                }
+            }
+        }
         let iso = self.sandbox.isolation();
         let opened = open(&self.sandbox, &caller.id, &o.req).await;
+        if let (Some(f), Some(token)) = (&self.fleet, &pending) {
+            if let Ok(info) = &opened {
+                let _ = f
+                    .open_session(&caller.id, u32::MAX, &fingerprint(&info.session_id))
+                    .await;
+            }
+            let _ = f.close_session(&caller.id, token).await;
+        }
         self.metrics.set_sessions(self.sandbox.session_total());
         let mut rec = self.base_record(event, caller, &iso);
         rec.snapshot = snapshot;
@@ -170,8 +213,23 @@ impl App {
         closed
     }
 
-    /// The audit record of a session's close.
+    /// In a fleet, gives a closed session's place under its caller's cap
+    /// back (and, for one handed over to this node, where it lived).
+    pub async fn release_place(&self, caller: &Caller, id: &str) {
+        let (Some(f), Some(me)) = (&self.fleet, self.node) else {
+            return;
+        };
+        let fp = fingerprint(id);
+        let _ = f.close_session(&caller.id, &fp).await;
+        if crate::fleet::Node::of_id(id) != Some((me.tag, me.epoch)) {
+            let _ = f.clear_at(&caller.id, &fp).await;
+        }
+    }
+
+    /// What follows every wire's close of a session: its place in the
+    /// fleet given back ([`App::release_place`]) and the audit record.
     pub async fn audit_close(&self, caller: &Caller, id: &str, protocol: Option<&'static str>) {
+        self.release_place(caller, id).await;
         let mut rec = self.base_record("session_close", caller, &self.sandbox.isolation());
         rec.protocol = protocol;
         rec.session_id = Some(fingerprint(id));

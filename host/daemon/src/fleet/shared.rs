@@ -1,0 +1,620 @@
+//! The state a fleet's nodes share, in Redis (or Valkey):
+//! `PLIMSOLL_SHARED_STATE_URL=redis://…`.
+//!
+//! Per caller: the request rate (GCRA), runs in flight as leases that
+//! expire by themselves (a node killed mid-run frees its slots within the
+//! lease time), the daily allowance of run time, and the open sessions (by
+//! fingerprint, never by id). Per fleet: the node registry, `tag → epoch`,
+//! renewed every second and gone 3 s after its node stops renewing it, and
+//! a tombstone for 10 minutes after a node drains. Each check is one
+//! atomic script run on the server's clock (`TIME`), so every node agrees
+//! on "now" and "today"; every key names its caller inside `{…}` so a
+//! Redis Cluster keeps a caller's keys together.
+//!
+//! What Redis sees: caller ids, session fingerprints, node tags and
+//! epochs, counts and times — never code, paths, bodies or credentials.
+//!
+//! When Redis does not answer (each call is bounded by [`CALL_TIMEOUT`]),
+//! `PLIMSOLL_SHARED_STATE_FAILURE` decides: `local` (the default) serves
+//! under each caller's limits divided by the fleet's size, from this
+//! node's own counters; `closed` refuses, typed (`quota_unavailable`).
+//! [`Shared::up`] says which, and `plimsoll_shared_state_up` shows it.
+//! Redis counts as down when it refuses or drops the connection, or when
+//! the node's heartbeat (every second) gets no answer in time; while it is
+//! down no check waits for it, and the first heartbeat it answers brings
+//! the fleet's counters back. A check that merely times out while Redis
+//! counts as up is refused with `quota_unavailable` (the lease it may have
+//! taken is given back): serving it from this node's counters could run
+//! more than the caller's cap fleet-wide.
+
+use super::{Lost, Node, Whereabouts};
+use redis::aio::ConnectionManager;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The longest one call to Redis may take before it counts as down.
+pub const CALL_TIMEOUT: Duration = Duration::from_millis(300);
+/// How long a node's registry entry lives without renewal.
+pub const REGISTRY_TTL_MS: u64 = 3_000;
+/// How long a run's lease lives without renewal (its node renews it every
+/// second while the run goes on): a node killed mid-run frees its
+/// caller's slot by then.
+pub const LEASE_TTL_MS: u64 = 10_000;
+/// How long a session's place under its caller's cap lives without
+/// renewal (renewed every second while it is open).
+pub const SESSION_TTL_MS: u64 = 15_000;
+/// How long a drained node's tombstone lives, and a handed-over session
+/// waits to be picked up.
+pub const DRAINED_TTL_SECS: u64 = 600;
+/// The longest one transfer of a handed-over session may take.
+pub const BULK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What to do while Redis does not answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureMode {
+    /// Serve under the limits divided by the fleet size.
+    Local,
+    /// Refuse (`quota_unavailable`).
+    Closed,
+}
+
+impl std::str::FromStr for FailureMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "" | "local" => Ok(FailureMode::Local),
+            "closed" => Ok(FailureMode::Closed),
+            _ => Err("expected local or closed".into()),
+        }
+    }
+}
+
+/// GCRA. KEYS[1] the caller's rate key; ARGV[1] requests per minute.
+/// Returns 0 (admitted) or the seconds to wait.
+const RATE: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local per_min = tonumber(ARGV[1])
+local interval = 60000 / per_min
+local burst = per_min * interval
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local new_tat = tat + interval
+if new_tat - now > burst then
+  return math.max(1, math.ceil((new_tat - burst - now) / 1000))
+end
+redis.call('SET', KEYS[1], tostring(new_tat), 'PX', math.ceil(burst + 1000))
+return 0
+"#;
+
+/// KEYS[1] the caller's leases (ZSET id → expiry), KEYS[2] its run time
+/// per day (HASH day → ms). ARGV: max_concurrent, lease id, lease ms,
+/// allowance ms (-1: none). Returns 0 (leased), -1 (at the cap), or the
+/// seconds until the allowance resets.
+const ADMIT: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local day = math.floor(tonumber(t[1]) / 86400)
+local allowance = tonumber(ARGV[4])
+if allowance >= 0 then
+  local used = tonumber(redis.call('HGET', KEYS[2], tostring(day)) or '0')
+  if used >= allowance then
+    return math.max(1, (day + 1) * 86400 - tonumber(t[1]))
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+  return -1
+end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
+return 0
+"#;
+
+/// KEYS[1] leases, KEYS[2] run time per day. ARGV: lease id, ms to charge.
+const SETTLE: &str = r#"
+local t = redis.call('TIME')
+local day = math.floor(tonumber(t[1]) / 86400)
+redis.call('ZREM', KEYS[1], ARGV[1])
+if tonumber(ARGV[2]) > 0 then
+  redis.call('HINCRBY', KEYS[2], tostring(day), tonumber(ARGV[2]))
+  redis.call('EXPIRE', KEYS[2], 172800)
+end
+return 0
+"#;
+
+/// KEYS[1] the caller's sessions (ZSET fingerprint → expiry). ARGV: max,
+/// member, ms. Returns 0 (placed) or -1 (at the cap).
+const SESSION_OPEN: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 0 end
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return -1 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
+return 0
+"#;
+
+/// KEYS[1] a caller's sessions or leases. ARGV: ms, members…: renews
+/// each member that is still there (one that expired stays gone).
+const SESSION_RENEW: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[i])
+end
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
+return 0
+"#;
+
+/// KEYS[1] the caller's leases, KEYS[2] run time, KEYS[3] sessions.
+/// Returns {run ms today, leases live, sessions live}.
+const USAGE: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local day = math.floor(tonumber(t[1]) / 86400)
+local used = tonumber(redis.call('HGET', KEYS[2], tostring(day)) or '0')
+return {used, redis.call('ZCOUNT', KEYS[1], now, '+inf'), redis.call('ZCOUNT', KEYS[3], now, '+inf')}
+"#;
+
+/// The shared state, and whether Redis answers.
+pub struct Shared {
+    conn: ConnectionManager,
+    /// A second connection for handed-over sessions (megabytes), so that
+    /// they never hold up the quota checks behind them.
+    bulk: ConnectionManager,
+    node: Node,
+    /// How many nodes the limits are divided among while Redis is down.
+    pub fleet_size: u32,
+    pub failure: FailureMode,
+    up: Arc<AtomicBool>,
+    rate: redis::Script,
+    admit: redis::Script,
+    settle: redis::Script,
+    session_open: redis::Script,
+    session_renew: redis::Script,
+    usage: redis::Script,
+}
+
+/// Why a call to Redis failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Down {
+    /// Redis refused or dropped the connection, or answered with an
+    /// error: it counts as down until the next heartbeat reaches it.
+    #[error("the shared state cannot be reached")]
+    Unreachable,
+    /// No answer within [`CALL_TIMEOUT`]: the call may or may not have
+    /// taken effect. A check that fails so is refused (never served from
+    /// this node's counters on top of what the fleet may have granted);
+    /// only the heartbeat's own timeout marks Redis down.
+    #[error("the shared state did not answer in time")]
+    Slow,
+}
+
+fn key(caller: &str, what: &str) -> String {
+    // The caller id is the callers file's, checked there; braces make a
+    // Redis Cluster keep one caller's keys in one slot.
+    format!("pl:{{{caller}}}:{what}")
+}
+
+impl Shared {
+    /// Connects to `url` (a `redis://` or `rediss://` URL; its password is
+    /// never logged). Fails at start if Redis cannot be reached at all.
+    pub async fn connect(
+        url: &str,
+        node: Node,
+        fleet_size: u32,
+        failure: FailureMode,
+    ) -> Result<Shared, String> {
+        let client = redis::Client::open(url)
+            .map_err(|_| "PLIMSOLL_SHARED_STATE_URL is not a valid redis:// URL".to_owned())?;
+        let manager = |timeout: Duration| {
+            let config = redis::aio::ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(Duration::from_secs(2)))
+                .set_response_timeout(Some(timeout));
+            let client = client.clone();
+            async move {
+                tokio::time::timeout(
+                    Duration::from_secs(5),
+                    ConnectionManager::new_with_config(client, config),
+                )
+                .await
+                .map_err(|_| "the shared state (Redis) did not answer at start".to_owned())?
+                .map_err(|_| "the shared state (Redis) refused the connection at start".to_owned())
+            }
+        };
+        let conn = manager(CALL_TIMEOUT).await?;
+        let bulk = manager(BULK_TIMEOUT).await?;
+        Ok(Shared {
+            conn,
+            bulk,
+            node,
+            fleet_size: fleet_size.max(1),
+            failure,
+            up: Arc::new(AtomicBool::new(true)),
+            rate: redis::Script::new(RATE),
+            admit: redis::Script::new(ADMIT),
+            settle: redis::Script::new(SETTLE),
+            session_open: redis::Script::new(SESSION_OPEN),
+            session_renew: redis::Script::new(SESSION_RENEW),
+            usage: redis::Script::new(USAGE),
+        })
+    }
+
+    /// This node.
+    pub fn node(&self) -> Node {
+        self.node
+    }
+
+    /// Whether Redis answered the last call.
+    pub fn up(&self) -> bool {
+        self.up.load(Ordering::Acquire)
+    }
+
+    async fn run<T: redis::FromRedisValue>(
+        &self,
+        f: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, Down> {
+        self.run_as(false, f).await
+    }
+
+    /// One call, bounded by [`CALL_TIMEOUT`]; `heartbeat`: a timeout marks
+    /// Redis down too (other calls' timeouts do not: a slow answer under
+    /// load is not an outage).
+    async fn run_as<T: redis::FromRedisValue>(
+        &self,
+        heartbeat: bool,
+        f: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, Down> {
+        match tokio::time::timeout(CALL_TIMEOUT, f).await {
+            Ok(Ok(v)) => {
+                self.up.store(true, Ordering::Release);
+                Ok(v)
+            }
+            Ok(Err(_)) => {
+                self.up.store(false, Ordering::Release);
+                Err(Down::Unreachable)
+            }
+            Err(_) => {
+                if heartbeat {
+                    self.up.store(false, Ordering::Release);
+                }
+                Err(Down::Slow)
+            }
+        }
+    }
+
+    async fn run_bulk<T: redis::FromRedisValue>(
+        &self,
+        f: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, Down> {
+        match tokio::time::timeout(BULK_TIMEOUT, f).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(_)) => Err(Down::Unreachable),
+            Err(_) => Err(Down::Slow),
+        }
+    }
+
+    /// Spends one request of `caller`'s rate: `Ok(0)` admitted, `Ok(n)`
+    /// wait `n` seconds.
+    pub async fn check_rate(&self, caller: &str, per_min: u32) -> Result<u64, Down> {
+        let mut c = self.conn.clone();
+        let mut inv = self.rate.key(key(caller, "rate"));
+        inv.arg(per_min.max(1));
+        self.run(inv.invoke_async::<i64>(&mut c))
+            .await
+            .map(|v| v.max(0) as u64)
+    }
+
+    /// Takes a lease for one of `caller`'s runs: `Ok(0)` leased, `Ok(-1)`
+    /// at its concurrency cap, `Ok(n > 0)` its allowance is spent for `n`
+    /// more seconds.
+    pub async fn admit(
+        &self,
+        caller: &str,
+        max_concurrent: u32,
+        lease: &str,
+        lease_ms: u64,
+        allowance_ms: Option<u64>,
+    ) -> Result<i64, Down> {
+        let mut c = self.conn.clone();
+        let mut inv = self.admit.key(key(caller, "leases"));
+        inv.key(key(caller, "cpu"))
+            .arg(max_concurrent)
+            .arg(lease)
+            .arg(lease_ms)
+            .arg(allowance_ms.map(|a| a as i64).unwrap_or(-1));
+        self.run(inv.invoke_async::<i64>(&mut c)).await
+    }
+
+    /// Gives `lease` back and charges `ms` of run time to `caller`.
+    pub async fn settle(&self, caller: &str, lease: &str, ms: u64) -> Result<(), Down> {
+        let mut c = self.conn.clone();
+        let mut inv = self.settle.key(key(caller, "leases"));
+        inv.key(key(caller, "cpu")).arg(lease).arg(ms);
+        self.run(inv.invoke_async::<i64>(&mut c)).await.map(|_| ())
+    }
+
+    /// Takes a place under `caller`'s session cap for `member` (a session
+    /// fingerprint, or a pending open's token): `Ok(true)` placed.
+    pub async fn open_session(&self, caller: &str, max: u32, member: &str) -> Result<bool, Down> {
+        let mut c = self.conn.clone();
+        let mut inv = self.session_open.key(key(caller, "sessions"));
+        inv.arg(max).arg(member).arg(SESSION_TTL_MS);
+        self.run(inv.invoke_async::<i64>(&mut c))
+            .await
+            .map(|v| v == 0)
+    }
+
+    /// Gives `member`'s place back.
+    pub async fn close_session(&self, caller: &str, member: &str) -> Result<(), Down> {
+        let mut c = self.conn.clone();
+        let cmd = redis::cmd("ZREM")
+            .arg(key(caller, "sessions"))
+            .arg(member)
+            .to_owned();
+        self.run(cmd.query_async::<i64>(&mut c)).await.map(|_| ())
+    }
+
+    /// Keeps the places of `members` (this node's open sessions of
+    /// `caller`) for another [`SESSION_TTL_MS`].
+    pub async fn renew_sessions(&self, caller: &str, members: &[String]) -> Result<(), Down> {
+        if members.is_empty() {
+            return Ok(());
+        }
+        let mut c = self.conn.clone();
+        let mut inv = self.session_renew.key(key(caller, "sessions"));
+        inv.arg(SESSION_TTL_MS);
+        for m in members {
+            inv.arg(m);
+        }
+        self.run(inv.invoke_async::<i64>(&mut c)).await.map(|_| ())
+    }
+
+    /// Keeps `leases` (this node's runs of `caller` still going) for
+    /// another [`LEASE_TTL_MS`].
+    pub async fn renew_leases(&self, caller: &str, leases: &[String]) -> Result<(), Down> {
+        if leases.is_empty() {
+            return Ok(());
+        }
+        let mut c = self.conn.clone();
+        let mut inv = self.session_renew.key(key(caller, "leases"));
+        inv.arg(LEASE_TTL_MS);
+        for l in leases {
+            inv.arg(l);
+        }
+        self.run(inv.invoke_async::<i64>(&mut c)).await.map(|_| ())
+    }
+
+    /// `caller`'s run milliseconds today, runs in flight and open sessions,
+    /// fleet-wide.
+    pub async fn usage(&self, caller: &str) -> Result<(u64, u64, u64), Down> {
+        let mut c = self.conn.clone();
+        let mut inv = self.usage.key(key(caller, "leases"));
+        inv.key(key(caller, "cpu")).key(key(caller, "sessions"));
+        let v: Vec<i64> = self.run(inv.invoke_async(&mut c)).await?;
+        let at = |i: usize| v.get(i).copied().unwrap_or(0).max(0) as u64;
+        Ok((at(0), at(1), at(2)))
+    }
+
+    /// Renews this node's registry entry (every second).
+    /// With `agent` (this node's agent-check address, when it is a
+    /// routable one), the nodes that stay can tell at once that this one
+    /// died, before its entry expires.
+    pub async fn register(&self, agent: Option<std::net::SocketAddr>) -> Result<(), Down> {
+        let mut c = self.conn.clone();
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET")
+            .arg(format!("pl:node:{}", self.node.tag_hex()))
+            .arg(self.node.epoch_hex())
+            .arg("PX")
+            .arg(REGISTRY_TTL_MS)
+            .ignore()
+            .cmd("SADD")
+            .arg("pl:nodes")
+            .arg(self.node.tag_hex())
+            .ignore();
+        if let Some(a) = agent.filter(|a| !a.ip().is_unspecified()) {
+            pipe.cmd("SET")
+                .arg(format!("pl:agent:{}", self.node.tag_hex()))
+                .arg(a.to_string())
+                .arg("PX")
+                .arg(REGISTRY_TTL_MS)
+                .ignore();
+        }
+        self.run_as(true, pipe.query_async::<()>(&mut c)).await
+    }
+
+    /// Says for 10 minutes that this boot of this node drained.
+    pub async fn mark_drained(&self) -> Result<(), Down> {
+        let mut c = self.conn.clone();
+        let cmd = redis::cmd("SET")
+            .arg(format!(
+                "pl:drained:{}:{}",
+                self.node.tag_hex(),
+                self.node.epoch_hex()
+            ))
+            .arg(1)
+            .arg("EX")
+            .arg(DRAINED_TTL_SECS)
+            .to_owned();
+        self.run(cmd.query_async::<()>(&mut c)).await
+    }
+
+    /// Says for 10 minutes that this boot of this node is handing its
+    /// sessions over: a node called for one of them waits for it.
+    pub async fn mark_migrating(&self) -> Result<(), Down> {
+        let mut c = self.conn.clone();
+        let cmd = redis::cmd("SET")
+            .arg(format!(
+                "pl:migrating:{}:{}",
+                self.node.tag_hex(),
+                self.node.epoch_hex()
+            ))
+            .arg(1)
+            .arg("EX")
+            .arg(DRAINED_TTL_SECS)
+            .to_owned();
+        self.run(cmd.query_async::<()>(&mut c)).await
+    }
+
+    /// Whether boot `epoch` of node `tag` is handing its sessions over
+    /// (and has not drained yet).
+    pub async fn migrating(&self, tag: u16, epoch: u16) -> Result<bool, Down> {
+        let mut c = self.conn.clone();
+        let mut pipe = redis::pipe();
+        pipe.cmd("EXISTS")
+            .arg(format!("pl:migrating:{tag:04x}:{epoch:04x}"))
+            .cmd("EXISTS")
+            .arg(format!("pl:drained:{tag:04x}:{epoch:04x}"));
+        let (m, d): (bool, bool) = self.run(pipe.query_async(&mut c)).await?;
+        Ok(m && !d)
+    }
+
+    /// Leaves `caller`'s session `fingerprint`, sealed, to be picked up
+    /// (an empty `sealed`: it could not be handed over).
+    pub async fn put_moved(
+        &self,
+        caller: &str,
+        fingerprint: &str,
+        sealed: &[u8],
+    ) -> Result<(), Down> {
+        let mut c = self.bulk.clone();
+        let cmd = redis::cmd("SET")
+            .arg(key(caller, &format!("moved:{fingerprint}")))
+            .arg(sealed)
+            .arg("EX")
+            .arg(DRAINED_TTL_SECS)
+            .to_owned();
+        self.run_bulk(cmd.query_async::<()>(&mut c)).await
+    }
+
+    /// Takes `caller`'s handed-over session `fingerprint`, once: `None`
+    /// when there is none (or another node took it first).
+    pub async fn take_moved(
+        &self,
+        caller: &str,
+        fingerprint: &str,
+    ) -> Result<Option<Vec<u8>>, Down> {
+        let mut c = self.bulk.clone();
+        let cmd = redis::cmd("GETDEL")
+            .arg(key(caller, &format!("moved:{fingerprint}")))
+            .to_owned();
+        self.run_bulk(cmd.query_async::<Option<Vec<u8>>>(&mut c))
+            .await
+    }
+
+    /// Says that `caller`'s session `fingerprint` now lives on this node,
+    /// for `ms` (its lifetime left).
+    pub async fn set_at(&self, caller: &str, fingerprint: &str, ms: u64) -> Result<(), Down> {
+        let mut c = self.conn.clone();
+        let cmd = redis::cmd("SET")
+            .arg(key(caller, &format!("at:{fingerprint}")))
+            .arg(self.node.tag_hex())
+            .arg("PX")
+            .arg(ms.max(1))
+            .to_owned();
+        self.run(cmd.query_async::<()>(&mut c)).await
+    }
+
+    /// The node a handed-over session of `caller` now lives on, if any.
+    pub async fn at(&self, caller: &str, fingerprint: &str) -> Result<Option<u16>, Down> {
+        let mut c = self.conn.clone();
+        let cmd = redis::cmd("GET")
+            .arg(key(caller, &format!("at:{fingerprint}")))
+            .to_owned();
+        let v: Option<String> = self.run(cmd.query_async(&mut c)).await?;
+        Ok(v.and_then(|t| u16::from_str_radix(&t, 16).ok()))
+    }
+
+    /// Forgets where a handed-over session lives (it closed).
+    pub async fn clear_at(&self, caller: &str, fingerprint: &str) -> Result<(), Down> {
+        let mut c = self.conn.clone();
+        let cmd = redis::cmd("DEL")
+            .arg(key(caller, &format!("at:{fingerprint}")))
+            .to_owned();
+        self.run(cmd.query_async::<i64>(&mut c)).await.map(|_| ())
+    }
+
+    /// Whether node `tag` is alive now, with which boot.
+    pub async fn live_epoch(&self, tag: u16) -> Result<Option<u16>, Down> {
+        let mut c = self.conn.clone();
+        let cmd = redis::cmd("GET")
+            .arg(format!("pl:node:{tag:04x}"))
+            .to_owned();
+        let v: Option<String> = self.run(cmd.query_async(&mut c)).await?;
+        Ok(v.and_then(|e| u16::from_str_radix(&e, 16).ok()))
+    }
+
+    /// What the node and boot `(tag, epoch)` of a session id that is not
+    /// open here tell: decided from the registry alone, never from
+    /// whether such a session exists or whose it is.
+    /// With it, the agent address the node registered (for
+    /// [`Whereabouts::Elsewhere`]: whether it still answers).
+    pub async fn whereabouts(
+        &self,
+        tag: u16,
+        epoch: u16,
+    ) -> Result<(Whereabouts, Option<std::net::SocketAddr>), Down> {
+        let mut c = self.conn.clone();
+        let tag_hex = format!("{tag:04x}");
+        let mut pipe = redis::pipe();
+        pipe.cmd("GET")
+            .arg(format!("pl:node:{tag_hex}"))
+            .cmd("SISMEMBER")
+            .arg("pl:nodes")
+            .arg(&tag_hex)
+            .cmd("EXISTS")
+            .arg(format!("pl:drained:{tag_hex}:{epoch:04x}"))
+            .cmd("GET")
+            .arg(format!("pl:agent:{tag_hex}"));
+        let (live, known, drained, agent): (Option<String>, bool, bool, Option<String>) =
+            self.run(pipe.query_async(&mut c)).await?;
+        let live = live.and_then(|e| u16::from_str_radix(&e, 16).ok());
+        let agent = agent.and_then(|a| a.parse().ok());
+        Ok((classify(live, known, drained, epoch), agent))
+    }
+}
+
+/// The registry's word on a session of boot `epoch`: its node's live
+/// epoch, whether its tag ever registered, whether that boot drained.
+/// A drained boot comes first: its node marks it once its sessions are
+/// over, while its registry entry may live on for a moment.
+pub fn classify(live: Option<u16>, known: bool, drained: bool, epoch: u16) -> Whereabouts {
+    match live {
+        _ if drained => Whereabouts::Lost(Lost::NodeDrained),
+        Some(e) if e == epoch => Whereabouts::Elsewhere,
+        Some(_) => Whereabouts::Lost(Lost::NodeRestarted),
+        None if known => Whereabouts::Lost(Lost::NodeLost),
+        None => Whereabouts::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_registry_decides_and_nothing_else() {
+        assert_eq!(classify(Some(7), true, false, 7), Whereabouts::Elsewhere);
+        assert_eq!(
+            classify(Some(7), true, true, 7),
+            Whereabouts::Lost(Lost::NodeDrained)
+        );
+        assert_eq!(
+            classify(Some(8), true, false, 7),
+            Whereabouts::Lost(Lost::NodeRestarted)
+        );
+        assert_eq!(
+            classify(None, true, true, 7),
+            Whereabouts::Lost(Lost::NodeDrained)
+        );
+        assert_eq!(
+            classify(None, true, false, 7),
+            Whereabouts::Lost(Lost::NodeLost)
+        );
+        assert_eq!(classify(None, false, false, 7), Whereabouts::Unknown);
+    }
+}
