@@ -980,6 +980,115 @@ fn while_redis_is_down_local_serves_a_share_and_closed_refuses() {
     assert_eq!(js_run(c.addr, ALICE, "1").status, 200);
 }
 
+// ------------------------------------------------------ Redis over TLS
+
+/// A redis-server that speaks only TLS (on `port`, loopback), with a
+/// password, and the certificate of a private CA.
+fn tls_redis(dir: &std::path::Path, port: u16, password: &str) -> (Child, PathBuf) {
+    let (ca, leaf, leaf_key) = test_pki();
+    let write = |name: &str, body: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, body).expect("write");
+        p
+    };
+    let ca_file = write("ca.pem", &ca.pem());
+    let cert = write("cert.pem", &leaf.pem());
+    let key = write("key.pem", &leaf_key.serialize_pem());
+    let child = Command::new(program("redis-server"))
+        .args(["--port", "0", "--tls-port", &port.to_string()])
+        .args([
+            "--bind",
+            "127.0.0.1 -::1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--tls-cert-file")
+        .arg(&cert)
+        .arg("--tls-key-file")
+        .arg(&key)
+        .arg("--tls-ca-cert-file")
+        .arg(&ca_file)
+        .args(["--tls-auth-clients", "no", "--requirepass", password])
+        .arg("--dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn redis-server");
+    let t = Instant::now();
+    loop {
+        let pong = Command::new(program("redis-cli"))
+            .args(["-p", &port.to_string(), "--tls", "--cacert"])
+            .arg(&ca_file)
+            .args([
+                "--sni",
+                "localhost",
+                "--no-auth-warning",
+                "-a",
+                password,
+                "PING",
+            ])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "PONG")
+            .unwrap_or(false);
+        if pong {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "redis-server with TLS did not start (is Debian's redis built with TLS?)"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, ca_file)
+}
+
+#[test]
+fn the_shared_state_over_tls_with_a_password_verified_against_a_private_ca() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (port, password) = (free_port(), "pw-6c1f0e2a9b");
+    let (mut redis, ca_file) = tls_redis(dir.path(), port, password);
+    let url = format!("rediss://:{password}@localhost:{port}/");
+    let node = |url: &str, ca: Option<&std::path::Path>| {
+        let s = Setup::new(None);
+        s.file("clients.json", &callers_json());
+        let mut s = s
+            .set("PLIMSOLL_NODE_TAG", "0001")
+            .set("PLIMSOLL_SHARED_STATE_URL", url)
+            .set("PLIMSOLL_SHARED_STATE_FAILURE", "closed");
+        if let Some(ca) = ca {
+            s = s.set("PLIMSOLL_SHARED_STATE_CA_FILE", ca.to_string_lossy());
+        }
+        s
+    };
+    // Trusted through the CA file: it serves, with the fleet's counters
+    // (closed: a shared state that did not answer would refuse the run).
+    let d = node(&url, Some(&ca_file)).start();
+    assert_eq!(js_run(d.addr, ALICE, "6*7").status, 200);
+    assert_eq!(info(d.addr, ALICE)["caller"]["usage"]["scope"], "fleet");
+    let log = d.stderr.lock().map(|s| s.clone()).unwrap_or_default();
+    assert!(!log.contains(password), "the password is in the log");
+    drop(d);
+    // The system's trust store does not know the private CA: refused at
+    // start, and the password is not in the refusal.
+    let (code, err) = node(&url, None).refused();
+    assert_eq!(code, 78, "{err}");
+    assert!(err.contains("shared state"), "{err}");
+    assert!(!err.contains(password), "{err}");
+    // A wrong password, and a CA file with a plain redis:// URL: refused.
+    let wrong = format!("rediss://:not-it@localhost:{port}/");
+    let (code, err) = node(&wrong, Some(&ca_file)).refused();
+    assert_eq!(code, 78, "{err}");
+    let plain = format!("redis://:{password}@localhost:{port}/");
+    let (code, err) = node(&plain, Some(&ca_file)).refused();
+    assert_eq!(code, 78, "{err}");
+    assert!(err.contains("rediss://"), "{err}");
+    let _ = redis.kill();
+    let _ = redis.wait();
+}
+
 #[test]
 fn a_fleet_is_refused_when_misconfigured() {
     let redis = Redis::start();

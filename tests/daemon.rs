@@ -772,24 +772,6 @@ fn hardened_lists_every_unmet_condition_at_once() {
 
 // --------------------------------------------------------------------- TLS
 
-/// A test CA and a leaf certificate for `localhost` it signed, with the
-/// leaf's key.
-fn test_pki() -> (rcgen::Certificate, rcgen::Certificate, rcgen::KeyPair) {
-    let ca_key = rcgen::KeyPair::generate().expect("ca key");
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("ca params");
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "plimsoll test CA");
-    let ca = ca_params.self_signed(&ca_key).expect("ca");
-    let leaf_key = rcgen::KeyPair::generate().expect("leaf key");
-    let leaf_params =
-        rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("leaf params");
-    let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
-    let leaf = leaf_params.signed_by(&leaf_key, &issuer).expect("leaf");
-    (ca, leaf, leaf_key)
-}
-
 #[test]
 fn tls_handshake_against_a_test_ca() {
     let (ca, leaf, leaf_key) = test_pki();

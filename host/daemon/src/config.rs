@@ -55,6 +55,9 @@ pub const DRAIN_SECS_ENV: &str = "PLIMSOLL_DRAIN_SECS";
 pub const NODE_TAG_ENV: &str = "PLIMSOLL_NODE_TAG";
 /// The fleet's shared state: `redis://…` (or `rediss://…`).
 pub const SHARED_STATE_URL_ENV: &str = "PLIMSOLL_SHARED_STATE_URL";
+/// PEM certificates to verify a `rediss://` shared state against, instead
+/// of the system's trust store.
+pub const SHARED_STATE_CA_FILE_ENV: &str = "PLIMSOLL_SHARED_STATE_CA_FILE";
 /// `local` (default) or `closed`: what to do while the shared state does
 /// not answer.
 pub const SHARED_STATE_FAILURE_ENV: &str = "PLIMSOLL_SHARED_STATE_FAILURE";
@@ -144,6 +147,9 @@ pub struct DaemonConfig {
     /// password is never logged).
     pub shared_state_url: Option<String>,
     pub shared_state_failure: crate::fleet::FailureMode,
+    /// The CA file for a `rediss://` shared state
+    /// (`PLIMSOLL_SHARED_STATE_CA_FILE`).
+    pub shared_state_ca_file: Option<PathBuf>,
     pub fleet_size: u32,
     pub agent_addr: Option<SocketAddr>,
     /// The fleet's key file (`PLIMSOLL_FLEET_KEY_FILE`).
@@ -301,6 +307,7 @@ impl DaemonConfig {
                     message,
                 })?,
             },
+            shared_state_ca_file: var(SHARED_STATE_CA_FILE_ENV)?.map(PathBuf::from),
             fleet_size: number(FLEET_SIZE_ENV, 1u32)?.max(1),
             agent_addr: match var(AGENT_ADDR_ENV)? {
                 Some(v) => Some(addr(AGENT_ADDR_ENV, &v)?),

@@ -240,9 +240,22 @@ async fn run() -> ExitCode {
         },
         None => None,
     };
+    let roots = match &cfg.shared_state_ca_file {
+        Some(p) => match std::fs::read(p) {
+            Ok(pem) => Some(pem),
+            Err(e) => {
+                return refuse(&[format!(
+                    "cannot read PLIMSOLL_SHARED_STATE_CA_FILE {}: {e}",
+                    p.display()
+                )]);
+            }
+        },
+        None => None,
+    };
     let fleet = match (&cfg.shared_state_url, node) {
         (Some(url), Some(node)) => match plimsolld::fleet::Shared::connect(
             url,
+            roots,
             node,
             cfg.fleet_size,
             cfg.shared_state_failure,

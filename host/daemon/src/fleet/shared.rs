@@ -201,15 +201,39 @@ fn key(caller: &str, what: &str) -> String {
 
 impl Shared {
     /// Connects to `url` (a `redis://` or `rediss://` URL; its password is
-    /// never logged). Fails at start if Redis cannot be reached at all.
+    /// never logged). A `rediss://` URL is TLS (rustls), verified against
+    /// `roots` (PEM, `PLIMSOLL_SHARED_STATE_CA_FILE`) when given, else the
+    /// system's trust store. Fails at start if Redis cannot be reached at
+    /// all, or its certificate is not trusted.
     pub async fn connect(
         url: &str,
+        roots: Option<Vec<u8>>,
         node: Node,
         fleet_size: u32,
         failure: FailureMode,
     ) -> Result<Shared, String> {
-        let client = redis::Client::open(url)
-            .map_err(|_| "PLIMSOLL_SHARED_STATE_URL is not a valid redis:// URL".to_owned())?;
+        let bad_url =
+            |_| "PLIMSOLL_SHARED_STATE_URL is not a valid redis:// or rediss:// URL".to_owned();
+        let client = match roots {
+            None => redis::Client::open(url).map_err(bad_url)?,
+            Some(_) if !url.starts_with("rediss://") => {
+                return Err(
+                    "PLIMSOLL_SHARED_STATE_CA_FILE is set but PLIMSOLL_SHARED_STATE_URL is not a rediss:// (TLS) URL"
+                        .to_owned(),
+                );
+            }
+            Some(pem) => redis::Client::build_with_tls(
+                url,
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem),
+                },
+            )
+            .map_err(|_| {
+                "PLIMSOLL_SHARED_STATE_URL or PLIMSOLL_SHARED_STATE_CA_FILE is not valid (a rediss:// URL, PEM certificates)"
+                    .to_owned()
+            })?,
+        };
         let manager = |timeout: Duration| {
             let config = redis::aio::ConnectionManagerConfig::new()
                 .set_connection_timeout(Some(Duration::from_secs(2)))
@@ -222,7 +246,13 @@ impl Shared {
                 )
                 .await
                 .map_err(|_| "the shared state (Redis) did not answer at start".to_owned())?
-                .map_err(|_| "the shared state (Redis) refused the connection at start".to_owned())
+                .map_err(|e| {
+                    // The kind only: the error's text may hold the URL.
+                    format!(
+                        "the shared state (Redis) refused the connection at start ({:?})",
+                        e.kind()
+                    )
+                })
             }
         };
         let conn = manager(CALL_TIMEOUT).await?;
