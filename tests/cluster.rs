@@ -910,6 +910,173 @@ fn new_id() -> String {
     hex::encode(b)
 }
 
+// ------------------------------------------------------------------- MCP
+
+/// One MCP request (streamable HTTP) to `addr` as a raw HTTP/1.1 exchange:
+/// its status, its `Mcp-Session-Id`, and its JSON-RPC answer (from an SSE
+/// `data:` line or a JSON body).
+fn mcp_post(
+    addr: SocketAddr,
+    token: &str,
+    session: Option<&str>,
+    body: &Value,
+) -> (u16, Option<String>, Value) {
+    let body = body.to_string();
+    let mut req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: plimsoll\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some(s) = session {
+        req.push_str(&format!("Mcp-Session-Id: {s}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(&body);
+    let mut sock = std::net::TcpStream::connect(addr).expect("connect");
+    sock.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    sock.write_all(req.as_bytes()).expect("send");
+    let mut raw = Vec::new();
+    let _ = sock.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let session = head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case("mcp-session-id")
+            .then(|| v.trim().to_owned())
+    });
+    let json = rest
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v.get("id").is_some())
+        .or_else(|| {
+            rest.find('{').and_then(|i| {
+                serde_json::from_str(rest[i..].trim_end_matches(['\r', '\n', '0'])).ok()
+            })
+        })
+        .unwrap_or(Value::Null);
+    (status, session, json)
+}
+
+fn mcp_initialize(addr: SocketAddr, token: &str) -> (u16, Option<String>) {
+    let (status, session, _) = mcp_post(
+        addr,
+        token,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "cluster-test", "version": "0"}}}),
+    );
+    if let Some(s) = &session {
+        let (st, _, _) = mcp_post(
+            addr,
+            token,
+            Some(s),
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        );
+        assert_eq!(st, 202, "notifications/initialized");
+    }
+    (status, session)
+}
+
+fn mcp_run(addr: SocketAddr, token: &str, session: &str, id: u64) -> (u16, Value) {
+    let (status, _, v) = mcp_post(
+        addr,
+        token,
+        Some(session),
+        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "run_code", "arguments": {"language": "javascript", "code": "6*7"}}}),
+    );
+    (status, v)
+}
+
+#[test]
+fn mcp_sessions_stick_to_their_node_and_a_lost_one_is_mcps_unknown_session() {
+    let redis = Redis::start();
+    let mut nodes: Vec<Node> = ["0000", "0001", "0002"]
+        .into_iter()
+        .map(|tag| Node {
+            tag,
+            api: format!("127.0.0.1:{}", free_port()).parse().expect("addr"),
+            agent: free_port(),
+            daemon: None,
+        })
+        .collect();
+    for n in nodes.iter_mut() {
+        start_node(n, &redis, false, &[]);
+    }
+    let lb = Haproxy::start(&nodes);
+    // Six sessions through the balancer; each next call on one reaches the
+    // node that made it (any other node answers 404: it does not know it).
+    let mut sessions = Vec::new();
+    for _ in 0..6 {
+        let (st, s) = mcp_initialize(lb.addr, ALICE);
+        assert_eq!(st, 200, "initialize through HAProxy");
+        sessions.push(s.expect("an Mcp-Session-Id"));
+    }
+    let mut id = 10;
+    for s in &sessions {
+        for _ in 0..4 {
+            id += 1;
+            let (st, v) = mcp_run(lb.addr, ALICE, s, id);
+            assert_eq!(st, 200, "a call on an MCP session through HAProxy: {v}");
+            assert!(v["result"].is_object(), "{v}");
+        }
+    }
+    // Which node holds each: asked directly, exactly one knows it.
+    let owner = |s: &str| -> Vec<usize> {
+        (0..nodes.len())
+            .filter(|i| nodes[*i].daemon.is_some())
+            .filter(|i| {
+                let (st, _) = mcp_run(nodes[*i].api, ALICE, s, 99);
+                st == 200
+            })
+            .collect()
+    };
+    let owners: Vec<Vec<usize>> = sessions.iter().map(|s| owner(s)).collect();
+    assert!(owners.iter().all(|o| o.len() == 1), "{owners:?}");
+    let spread: HashSet<usize> = owners.iter().map(|o| o[0]).collect();
+    assert!(
+        spread.len() >= 2,
+        "the sessions were not spread: {owners:?}"
+    );
+    // Its node killed: the next call on it is MCP's unknown session (404),
+    // so the client initializes again, and that works at once.
+    let victim = owners[0][0];
+    let mut killed = nodes[victim].daemon.take().expect("running");
+    let _ = killed.child.kill();
+    let _ = killed.child.wait();
+    let (st, v) = mcp_run(lb.addr, ALICE, &sessions[0], 1000);
+    assert_eq!(st, 404, "a lost MCP session: {v}");
+    let (st, again) = mcp_initialize(lb.addr, ALICE);
+    assert_eq!(st, 200);
+    let (st, _) = mcp_run(lb.addr, ALICE, &again.expect("a new session"), 1001);
+    assert_eq!(st, 200);
+    // The sessions on the other nodes are unaffected.
+    for (s, o) in sessions.iter().zip(&owners) {
+        if o[0] != victim {
+            let (st, v) = mcp_run(lb.addr, ALICE, s, 1002);
+            assert_eq!(st, 200, "{v}");
+        }
+    }
+    // Another caller presenting a live MCP session id: 404, as for any
+    // unknown one.
+    let live = sessions
+        .iter()
+        .zip(&owners)
+        .find(|(_, o)| o[0] != victim)
+        .map(|(s, _)| s.clone())
+        .expect("a live one");
+    let (st, _) = mcp_run(lb.addr, BOB, &live, 1003);
+    assert_eq!(st, 404);
+}
+
 // ------------------------------------------------------- Redis goes away
 
 #[test]
