@@ -63,9 +63,9 @@ pub struct RunPermit {
 }
 
 /// A run's place under its caller's cap in the fleet's shared state,
-/// given back when the permit is dropped (and by itself when its time is
-/// up, should this node die first).
-struct Lease {
+/// renewed while it is held, given back when it is dropped (and by itself
+/// when its time is up, should this node die first).
+pub struct Lease {
     shared: Arc<crate::fleet::Shared>,
     caller: String,
     id: String,
@@ -154,6 +154,26 @@ impl Quotas {
         self.share
     }
 
+    /// Holds `lease`, which the fleet's shared state granted `caller`: this
+    /// node renews it every second until it is dropped.
+    pub fn hold_lease(
+        &self,
+        shared: Arc<crate::fleet::Shared>,
+        caller: &Caller,
+        lease: String,
+    ) -> Lease {
+        self.leases
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(lease.clone(), caller.id.clone());
+        Lease {
+            shared,
+            caller: caller.id.clone(),
+            id: lease,
+            live: self.leases.clone(),
+        }
+    }
+
     /// Admits one run whose caller's place the fleet's shared state leased
     /// (`lease` in `shared`): the host's cap only.
     pub fn admit_leased(
@@ -162,16 +182,13 @@ impl Quotas {
         caller: &Caller,
         lease: String,
     ) -> Result<RunPermit, Shed> {
-        self.leases
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(lease.clone(), caller.id.clone());
-        let l = Lease {
-            shared,
-            caller: caller.id.clone(),
-            id: lease,
-            live: self.leases.clone(),
-        };
+        let l = self.hold_lease(shared, caller, lease);
+        self.admit_held(l)
+    }
+
+    /// Admits one run with a lease already held ([`Quotas::hold_lease`]):
+    /// the host's cap only (the lease is given back if that refuses).
+    pub fn admit_held(&self, l: Lease) -> Result<RunPermit, Shed> {
         let host = self
             .host
             .clone()

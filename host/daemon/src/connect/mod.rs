@@ -20,7 +20,9 @@ mod session;
 
 use crate::callers::{Caller, Scope};
 use crate::error::ApiError;
-use crate::service::{App, Chained, SessionOpen, check_profiles, read_body, valid_session_id};
+use crate::service::{
+    App, Chained, PreLease, SessionOpen, check_profiles, read_body, valid_session_id,
+};
 use answer::{Evidence, output, run_error, run_response};
 use axum::Json;
 use axum::body::Body;
@@ -209,12 +211,17 @@ async fn serve(
         procedure,
         Procedure::Run | Procedure::OpenSession | Procedure::SessionRun
     );
+    let mut pre = PreLease::default();
     if starts_work {
         // A call on an open session is still served while the daemon
         // drains its sessions.
         app.check_open_for(procedure == Procedure::SessionRun)
             .map_err(from_api)?;
-        app.spend_rate(&caller).await.map_err(from_api)?;
+        if procedure == Procedure::OpenSession {
+            app.spend_rate(&caller).await.map_err(from_api)?;
+        } else {
+            pre = app.spend_rate_for_run(&caller).await.map_err(from_api)?;
+        }
     }
     let (bytes, _permit) = read_body(app, &caller, headers, body)
         .await
@@ -246,9 +253,9 @@ async fn serve(
     }
     match procedure {
         Procedure::Describe => Ok(describe(app, &caller)),
-        Procedure::Run => run::run(app, &caller, &msg, started).await,
+        Procedure::Run => run::run(app, &caller, &msg, started, pre).await,
         Procedure::OpenSession => session::open_session(app, &caller, &msg, started).await,
-        Procedure::SessionRun => session::session_run(app, &caller, &msg, started).await,
+        Procedure::SessionRun => session::session_run(app, &caller, &msg, started, pre).await,
         Procedure::CloseSession => session::close_session(app, &caller, &msg).await,
     }
 }

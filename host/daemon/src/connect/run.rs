@@ -21,6 +21,7 @@ pub(super) async fn run(
     caller: &Caller,
     m: &Msg<'_>,
     started: Instant,
+    pre: PreLease,
 ) -> Result<Value, ConnectError> {
     let env = Envelope::read(m)?;
     let payload = payload(m)?;
@@ -104,7 +105,10 @@ pub(super) async fn run(
         // The library checks it again immediately before dispatch.
         req.require_identity = Some(identity.clone());
     }
-    let permit = app.admit_run(caller, &mut req).await.map_err(from_api)?;
+    let permit = app
+        .admit_run_with(caller, &mut req, pre)
+        .await
+        .map_err(from_api)?;
     let started_ms = now_ms();
     let ran = match &shape {
         Shape::Shell(steps) => {

@@ -196,6 +196,7 @@ pub(super) async fn session_run(
     caller: &Caller,
     m: &Msg<'_>,
     started: Instant,
+    pre: PreLease,
 ) -> Result<Value, ConnectError> {
     let env = Envelope::read(m)?;
     let id = session_id(m)?;
@@ -298,7 +299,10 @@ pub(super) async fn session_run(
     // Admitted before it waits, so that a caller's calls queued on its
     // sessions count against its own concurrency cap: the queue is bounded
     // per caller, and no one else's runs wait for it.
-    let permit = app.admit_run(caller, &mut req).await.map_err(from_api)?;
+    let permit = app
+        .admit_run_with(caller, &mut req, pre)
+        .await
+        .map_err(from_api)?;
     // One call at a time, in arrival order; the chain moves under it.
     let mut chain = session.chain.lock().await;
     if !app.sandbox.session_open(&caller.id, &id) {

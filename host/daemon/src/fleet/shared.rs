@@ -112,6 +112,51 @@ redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
 return 0
 "#;
 
+/// RATE, then ADMIT, in one round trip (a run's call: the rate is spent
+/// before its body is read, and its place taken with it). KEYS[1] rate,
+/// KEYS[2] leases, KEYS[3] run time per day. ARGV: per minute,
+/// max_concurrent, lease id, lease ms, allowance ms (-1: none). Returns
+/// {0, 0} leased, {1, secs} rate limited, {2, 0} at the cap, {3, secs}
+/// allowance spent.
+const RATE_ADMIT: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local per_min = tonumber(ARGV[1])
+local interval = 60000 / per_min
+local burst = per_min * interval
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local new_tat = tat + interval
+if new_tat - now > burst then
+  return {1, math.max(1, math.ceil((new_tat - burst - now) / 1000))}
+end
+redis.call('SET', KEYS[1], tostring(new_tat), 'PX', math.ceil(burst + 1000))
+local day = math.floor(tonumber(t[1]) / 86400)
+local allowance = tonumber(ARGV[5])
+if allowance >= 0 then
+  local used = tonumber(redis.call('HGET', KEYS[3], tostring(day)) or '0')
+  if used >= allowance then
+    return {3, math.max(1, (day + 1) * 86400 - tonumber(t[1]))}
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then
+  return {2, 0}
+end
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[3])
+redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[4]))
+return {0, 0}
+"#;
+
+/// What [`Shared::rate_and_admit`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateAdmit {
+    Leased,
+    RateLimited { retry_after_secs: u64 },
+    AtCap,
+    AllowanceSpent { retry_after_secs: u64 },
+}
+
 /// KEYS[1] leases, KEYS[2] run time per day. ARGV: lease id, ms to charge.
 const SETTLE: &str = r#"
 local t = redis.call('TIME')
@@ -165,6 +210,10 @@ pub struct Shared {
     /// A second connection for handed-over sessions (megabytes), so that
     /// they never hold up the quota checks behind them.
     bulk: ConnectionManager,
+    /// A third for what happens after a run's answer (its lease given
+    /// back, its time charged), so that it never queues ahead of the next
+    /// run's checks.
+    tail: ConnectionManager,
     node: Node,
     /// How many nodes the limits are divided among while Redis is down.
     pub fleet_size: u32,
@@ -172,6 +221,7 @@ pub struct Shared {
     up: Arc<AtomicBool>,
     rate: redis::Script,
     admit: redis::Script,
+    rate_admit: redis::Script,
     settle: redis::Script,
     session_open: redis::Script,
     session_renew: redis::Script,
@@ -257,15 +307,18 @@ impl Shared {
         };
         let conn = manager(CALL_TIMEOUT).await?;
         let bulk = manager(BULK_TIMEOUT).await?;
+        let tail = manager(CALL_TIMEOUT).await?;
         Ok(Shared {
             conn,
             bulk,
+            tail,
             node,
             fleet_size: fleet_size.max(1),
             failure,
             up: Arc::new(AtomicBool::new(true)),
             rate: redis::Script::new(RATE),
             admit: redis::Script::new(ADMIT),
+            rate_admit: redis::Script::new(RATE_ADMIT),
             settle: redis::Script::new(SETTLE),
             session_open: redis::Script::new(SESSION_OPEN),
             session_renew: redis::Script::new(SESSION_RENEW),
@@ -359,9 +412,44 @@ impl Shared {
         self.run(inv.invoke_async::<i64>(&mut c)).await
     }
 
+    /// Spends one request of `caller`'s rate and, if it is admitted, takes
+    /// `lease` for its run — one round trip for [`Shared::check_rate`] and
+    /// [`Shared::admit`].
+    pub async fn rate_and_admit(
+        &self,
+        caller: &str,
+        per_min: u32,
+        max_concurrent: u32,
+        lease: &str,
+        lease_ms: u64,
+        allowance_ms: Option<u64>,
+    ) -> Result<RateAdmit, Down> {
+        let mut c = self.conn.clone();
+        let mut inv = self.rate_admit.key(key(caller, "rate"));
+        inv.key(key(caller, "leases"))
+            .key(key(caller, "cpu"))
+            .arg(per_min.max(1))
+            .arg(max_concurrent)
+            .arg(lease)
+            .arg(lease_ms)
+            .arg(allowance_ms.map(|a| a as i64).unwrap_or(-1));
+        let v: Vec<i64> = self.run(inv.invoke_async(&mut c)).await?;
+        let n = v.get(1).copied().unwrap_or(0).max(1) as u64;
+        Ok(match v.first().copied() {
+            Some(0) => RateAdmit::Leased,
+            Some(1) => RateAdmit::RateLimited {
+                retry_after_secs: n,
+            },
+            Some(3) => RateAdmit::AllowanceSpent {
+                retry_after_secs: n,
+            },
+            _ => RateAdmit::AtCap,
+        })
+    }
+
     /// Gives `lease` back and charges `ms` of run time to `caller`.
     pub async fn settle(&self, caller: &str, lease: &str, ms: u64) -> Result<(), Down> {
-        let mut c = self.conn.clone();
+        let mut c = self.tail.clone();
         let mut inv = self.settle.key(key(caller, "leases"));
         inv.key(key(caller, "cpu")).arg(lease).arg(ms);
         self.run(inv.invoke_async::<i64>(&mut c)).await.map(|_| ())

@@ -196,10 +196,10 @@ pub mod snapshots;
 )]
 pub async fn create_run(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     let started = Instant::now();
-    let (caller, bytes, _body_permit) = tri!(app.begin(&headers, body).await);
+    let (caller, bytes, _body_permit, pre) = tri!(app.begin_run(&headers, body, false).await);
     let mut req: RunRequest = tri!(parse_json(&bytes));
     drop(bytes);
-    let permit = tri!(app.admit_run(&caller, &mut req).await);
+    let permit = tri!(app.admit_run_with(&caller, &mut req, pre).await);
     let r = app.sandbox.run_as(&caller.id, &req).await;
     app.run_done(permit);
     finish(&app, "run", &caller, &req, r, started).await
@@ -301,7 +301,7 @@ pub async fn session_run(
     let started = Instant::now();
     // A call on an open session is still served while the daemon drains
     // its sessions.
-    let (caller, bytes, _body_permit) = tri!(app.begin_for(&headers, body, true).await);
+    let (caller, bytes, _body_permit, pre) = tri!(app.begin_run(&headers, body, true).await);
     let mut req: RunRequest = tri!(parse_json(&bytes));
     drop(bytes);
     // A protocol 4 session's calls are links of its chain of records: one
@@ -312,7 +312,7 @@ pub async fn session_run(
     // Not here: in a fleet, perhaps handed over by its draining node, or
     // lost with its node.
     tri!(app.locate_session(&caller, &id).await);
-    let permit = tri!(app.admit_run(&caller, &mut req).await);
+    let permit = tri!(app.admit_run_with(&caller, &mut req, pre).await);
     let r = app.sandbox.run_in_session(&caller.id, &id, &req).await;
     app.run_done(permit);
     app.metrics.set_sessions(app.sandbox.session_total());

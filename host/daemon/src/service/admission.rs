@@ -1,7 +1,8 @@
 //! Admission: who is calling, whether the daemon takes work now, and what
 //! the caller may ask for. Every wire admits a request through these, in
 //! the same order: authenticate (401), scope (403), draining (503), rate
-//! (429), the bounded body ([`super::body`]), grant profiles (403), limits
+//! (429; in a fleet, with the run's concurrency place and allowance in
+//! one round trip), the bounded body ([`super::body`]), grant profiles (403), limits
 //! within the caller's envelope (400), a healthy audit log (503), then the
 //! concurrency caps and the daily allowance (429/503).
 
@@ -9,7 +10,7 @@ use super::App;
 use super::body::{BodyPermit, read_body};
 use crate::callers::{Caller, Scope, bearer};
 use crate::error::ApiError;
-use crate::fleet::shared::Down;
+use crate::fleet::shared::{Down, RateAdmit};
 use crate::quota::{RunPermit, Shed};
 use axum::body::Body;
 use bytes::Bytes;
@@ -17,6 +18,12 @@ use http::{HeaderMap, header};
 use plimsoll::RunRequest;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+
+/// A run's place in the fleet, taken with its rate before its body was
+/// read ([`App::spend_rate_for_run`]); empty without a fleet, or while its
+/// shared state is down. Given back when dropped unused.
+#[derive(Default)]
+pub struct PreLease(Option<crate::quota::Lease>);
 
 impl App {
     pub fn authorize(
@@ -126,11 +133,25 @@ impl App {
         caller: &Caller,
         req: &mut RunRequest,
     ) -> Result<RunPermit, ApiError> {
+        self.admit_run_with(caller, req, PreLease::default()).await
+    }
+
+    /// [`App::admit_run`] with the place [`App::spend_rate_for_run`] may
+    /// already have taken in the fleet (then only the host's cap is left).
+    pub async fn admit_run_with(
+        &self,
+        caller: &Caller,
+        req: &mut RunRequest,
+        pre: PreLease,
+    ) -> Result<RunPermit, ApiError> {
         self.bind_to_caller(caller, req)?;
         self.check_audit()?;
-        let permit = match self.lease_run(caller).await? {
-            Some(p) => p,
-            None => self.quotas.admit(caller).map_err(|s| self.shed(s))?,
+        let permit = match pre.0 {
+            Some(lease) => self.quotas.admit_held(lease).map_err(|s| self.shed(s))?,
+            None => match self.lease_run(caller).await? {
+                Some(p) => p,
+                None => self.quotas.admit(caller).map_err(|s| self.shed(s))?,
+            },
         };
         self.metrics.set_inflight(self.quotas.inflight());
         Ok(permit)
@@ -194,6 +215,56 @@ impl App {
         }
     }
 
+    /// [`App::spend_rate`] for a call that goes on to start a run: in a
+    /// fleet whose shared state answers, the run's place under its
+    /// caller's concurrency cap and allowance is taken in the same round
+    /// trip (so those are checked before the body is read), held — and
+    /// renewed — until the run ends or the call fails, then given back.
+    pub async fn spend_rate_for_run(&self, caller: &Caller) -> Result<PreLease, ApiError> {
+        let Some(f) = self.fleet.as_ref().filter(|f| f.up()) else {
+            self.spend_rate(caller).await?;
+            return Ok(PreLease::default());
+        };
+        let lease = plimsoll::run::new_run_id();
+        let allowance = caller.cpu_seconds_per_day.map(|s| s.saturating_mul(1000));
+        let decided = f
+            .rate_and_admit(
+                &caller.id,
+                caller.rate_per_min,
+                caller.max_concurrent,
+                &lease,
+                crate::fleet::shared::LEASE_TTL_MS,
+                allowance,
+            )
+            .await;
+        match decided {
+            Ok(RateAdmit::Leased) => Ok(PreLease(Some(self.quotas.hold_lease(
+                f.clone(),
+                caller,
+                lease,
+            )))),
+            Ok(RateAdmit::RateLimited { retry_after_secs }) => {
+                Err(self.shed(Shed::RateLimited { retry_after_secs }))
+            }
+            Ok(RateAdmit::AtCap) => Err(self.shed(Shed::CallerConcurrency)),
+            Ok(RateAdmit::AllowanceSpent { retry_after_secs }) => {
+                Err(self.shed(Shed::CpuAllowance { retry_after_secs }))
+            }
+            Err(Down::Unreachable) => {
+                self.when_down()?;
+                self.quotas.check_rate(caller).map_err(|s| self.shed(s))?;
+                Ok(PreLease::default())
+            }
+            Err(Down::Slow) => {
+                let (f, caller) = (f.clone(), caller.id.clone());
+                tokio::spawn(async move {
+                    let _ = f.settle(&caller, &lease, 0).await;
+                });
+                Err(self.shed(Shed::SharedStateDown))
+            }
+        }
+    }
+
     /// Spends one request of `caller`'s rate: the fleet's when there is
     /// one, else (or while it does not answer) this node's.
     pub async fn spend_rate(&self, caller: &Caller) -> Result<(), ApiError> {
@@ -247,6 +318,22 @@ impl App {
         self.spend_rate(&caller).await?;
         let (bytes, permit) = read_body(self, &caller, headers, body).await?;
         Ok((caller, bytes, permit))
+    }
+
+    /// [`App::begin_for`] for a call that starts a run: the rate spent with
+    /// [`App::spend_rate_for_run`], whose place goes to
+    /// [`App::admit_run_with`].
+    pub async fn begin_run(
+        &self,
+        headers: &HeaderMap,
+        body: Body,
+        session_call: bool,
+    ) -> Result<(Arc<Caller>, Bytes, BodyPermit, PreLease), ApiError> {
+        let caller = self.authorize(headers, Some(Scope::CodeRun))?;
+        self.check_open_for(session_call)?;
+        let pre = self.spend_rate_for_run(&caller).await?;
+        let (bytes, permit) = read_body(self, &caller, headers, body).await?;
+        Ok((caller, bytes, permit, pre))
     }
 }
 

@@ -19,7 +19,7 @@ pub mod snapshots;
 pub mod usage;
 
 pub use accounting::fingerprint;
-pub use admission::check_profiles;
+pub use admission::{PreLease, check_profiles};
 pub use body::{BodyPermit, body_share_kib, read_body, read_body_of};
 pub use sessions::{Chain, Chained, Chains, SessionOpen, valid_session_id};
 
