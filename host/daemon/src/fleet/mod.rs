@@ -14,6 +14,7 @@
 pub mod agent;
 pub mod handover;
 pub mod node;
+mod scripts;
 pub mod shared;
 
 pub use node::Node;

@@ -27,6 +27,7 @@
 //! taken is given back): serving it from this node's counters could run
 //! more than the caller's cap fleet-wide.
 
+use super::scripts::*;
 use super::{Lost, Node, Whereabouts};
 use redis::aio::ConnectionManager;
 use std::sync::Arc;
@@ -70,84 +71,6 @@ impl std::str::FromStr for FailureMode {
     }
 }
 
-/// GCRA. KEYS[1] the caller's rate key; ARGV[1] requests per minute.
-/// Returns 0 (admitted) or the seconds to wait.
-const RATE: &str = r#"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local per_min = tonumber(ARGV[1])
-local interval = 60000 / per_min
-local burst = per_min * interval
-local tat = tonumber(redis.call('GET', KEYS[1]) or now)
-if tat < now then tat = now end
-local new_tat = tat + interval
-if new_tat - now > burst then
-  return math.max(1, math.ceil((new_tat - burst - now) / 1000))
-end
-redis.call('SET', KEYS[1], tostring(new_tat), 'PX', math.ceil(burst + 1000))
-return 0
-"#;
-
-/// KEYS[1] the caller's leases (ZSET id → expiry), KEYS[2] its run time
-/// per day (HASH day → ms). ARGV: max_concurrent, lease id, lease ms,
-/// allowance ms (-1: none). Returns 0 (leased), -1 (at the cap), or the
-/// seconds until the allowance resets.
-const ADMIT: &str = r#"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local day = math.floor(tonumber(t[1]) / 86400)
-local allowance = tonumber(ARGV[4])
-if allowance >= 0 then
-  local used = tonumber(redis.call('HGET', KEYS[2], tostring(day)) or '0')
-  if used >= allowance then
-    return math.max(1, (day + 1) * 86400 - tonumber(t[1]))
-  end
-end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
-  return -1
-end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
-return 0
-"#;
-
-/// RATE, then ADMIT, in one round trip (a run's call: the rate is spent
-/// before its body is read, and its place taken with it). KEYS[1] rate,
-/// KEYS[2] leases, KEYS[3] run time per day. ARGV: per minute,
-/// max_concurrent, lease id, lease ms, allowance ms (-1: none). Returns
-/// {0, 0} leased, {1, secs} rate limited, {2, 0} at the cap, {3, secs}
-/// allowance spent.
-const RATE_ADMIT: &str = r#"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local per_min = tonumber(ARGV[1])
-local interval = 60000 / per_min
-local burst = per_min * interval
-local tat = tonumber(redis.call('GET', KEYS[1]) or now)
-if tat < now then tat = now end
-local new_tat = tat + interval
-if new_tat - now > burst then
-  return {1, math.max(1, math.ceil((new_tat - burst - now) / 1000))}
-end
-redis.call('SET', KEYS[1], tostring(new_tat), 'PX', math.ceil(burst + 1000))
-local day = math.floor(tonumber(t[1]) / 86400)
-local allowance = tonumber(ARGV[5])
-if allowance >= 0 then
-  local used = tonumber(redis.call('HGET', KEYS[3], tostring(day)) or '0')
-  if used >= allowance then
-    return {3, math.max(1, (day + 1) * 86400 - tonumber(t[1]))}
-  end
-end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then
-  return {2, 0}
-end
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[3])
-redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[4]))
-return {0, 0}
-"#;
-
 /// What [`Shared::rate_and_admit`] decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RateAdmit {
@@ -156,53 +79,6 @@ pub enum RateAdmit {
     AtCap,
     AllowanceSpent { retry_after_secs: u64 },
 }
-
-/// KEYS[1] leases, KEYS[2] run time per day. ARGV: lease id, ms to charge.
-const SETTLE: &str = r#"
-local t = redis.call('TIME')
-local day = math.floor(tonumber(t[1]) / 86400)
-redis.call('ZREM', KEYS[1], ARGV[1])
-if tonumber(ARGV[2]) > 0 then
-  redis.call('HINCRBY', KEYS[2], tostring(day), tonumber(ARGV[2]))
-  redis.call('EXPIRE', KEYS[2], 172800)
-end
-return 0
-"#;
-
-/// KEYS[1] the caller's sessions (ZSET fingerprint → expiry). ARGV: max,
-/// member, ms. Returns 0 (placed) or -1 (at the cap).
-const SESSION_OPEN: &str = r#"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 0 end
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return -1 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
-return 0
-"#;
-
-/// KEYS[1] a caller's sessions or leases. ARGV: ms, members…: renews
-/// each member that is still there (one that expired stays gone).
-const SESSION_RENEW: &str = r#"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for i = 2, #ARGV do
-  redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[i])
-end
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
-return 0
-"#;
-
-/// KEYS[1] the caller's leases, KEYS[2] run time, KEYS[3] sessions.
-/// Returns {run ms today, leases live, sessions live}.
-const USAGE: &str = r#"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local day = math.floor(tonumber(t[1]) / 86400)
-local used = tonumber(redis.call('HGET', KEYS[2], tostring(day)) or '0')
-return {used, redis.call('ZCOUNT', KEYS[1], now, '+inf'), redis.call('ZCOUNT', KEYS[3], now, '+inf')}
-"#;
 
 /// The shared state, and whether Redis answers.
 pub struct Shared {
@@ -479,29 +355,33 @@ impl Shared {
     /// Keeps the places of `members` (this node's open sessions of
     /// `caller`) for another [`SESSION_TTL_MS`].
     pub async fn renew_sessions(&self, caller: &str, members: &[String]) -> Result<(), Down> {
-        if members.is_empty() {
-            return Ok(());
-        }
-        let mut c = self.conn.clone();
-        let mut inv = self.session_renew.key(key(caller, "sessions"));
-        inv.arg(SESSION_TTL_MS);
-        for m in members {
-            inv.arg(m);
-        }
-        self.run(inv.invoke_async::<i64>(&mut c)).await.map(|_| ())
+        self.renew(caller, "sessions", SESSION_TTL_MS, members)
+            .await
     }
 
     /// Keeps `leases` (this node's runs of `caller` still going) for
     /// another [`LEASE_TTL_MS`].
     pub async fn renew_leases(&self, caller: &str, leases: &[String]) -> Result<(), Down> {
-        if leases.is_empty() {
+        self.renew(caller, "leases", LEASE_TTL_MS, leases).await
+    }
+
+    /// Renews each of `members` still in `caller`'s set `what` for `ms`
+    /// (their number is bounded by the caller's cap on this node).
+    async fn renew(
+        &self,
+        caller: &str,
+        what: &str,
+        ms: u64,
+        members: &[String],
+    ) -> Result<(), Down> {
+        if members.is_empty() {
             return Ok(());
         }
         let mut c = self.conn.clone();
-        let mut inv = self.session_renew.key(key(caller, "leases"));
-        inv.arg(LEASE_TTL_MS);
-        for l in leases {
-            inv.arg(l);
+        let mut inv = self.session_renew.key(key(caller, what));
+        inv.arg(ms);
+        for m in members {
+            inv.arg(m);
         }
         self.run(inv.invoke_async::<i64>(&mut c)).await.map(|_| ())
     }
@@ -547,27 +427,20 @@ impl Shared {
 
     /// Says for 10 minutes that this boot of this node drained.
     pub async fn mark_drained(&self) -> Result<(), Down> {
-        let mut c = self.conn.clone();
-        let cmd = redis::cmd("SET")
-            .arg(format!(
-                "pl:drained:{}:{}",
-                self.node.tag_hex(),
-                self.node.epoch_hex()
-            ))
-            .arg(1)
-            .arg("EX")
-            .arg(DRAINED_TTL_SECS)
-            .to_owned();
-        self.run(cmd.query_async::<()>(&mut c)).await
+        self.mark("drained").await
     }
 
     /// Says for 10 minutes that this boot of this node is handing its
     /// sessions over: a node called for one of them waits for it.
     pub async fn mark_migrating(&self) -> Result<(), Down> {
+        self.mark("migrating").await
+    }
+
+    async fn mark(&self, what: &str) -> Result<(), Down> {
         let mut c = self.conn.clone();
         let cmd = redis::cmd("SET")
             .arg(format!(
-                "pl:migrating:{}:{}",
+                "pl:{what}:{}:{}",
                 self.node.tag_hex(),
                 self.node.epoch_hex()
             ))
