@@ -232,11 +232,12 @@ impl Shared {
                 self.up.store(true, Ordering::Release);
                 Ok(v)
             }
-            Ok(Err(_)) => {
+            // redis-rs's own response timeout is a slow answer too.
+            Ok(Err(e)) if !e.is_timeout() => {
                 self.up.store(false, Ordering::Release);
                 Err(Down::Unreachable)
             }
-            Err(_) => {
+            _ => {
                 if heartbeat {
                     self.up.store(false, Ordering::Release);
                 }
@@ -484,17 +485,35 @@ impl Shared {
 
     /// Takes `caller`'s handed-over session `fingerprint`, once: `None`
     /// when there is none (or another node took it first).
+    ///
+    /// One longer than `max` bytes is deleted unread and answered as an
+    /// empty one (it could not be handed over): its length is asked first,
+    /// so that an honest Redis holding an oversized value never makes this
+    /// node allocate it. (A compromised Redis can still send what it likes
+    /// in answer to the GETDEL; SECURITY.md says so.)
     pub async fn take_moved(
         &self,
         caller: &str,
         fingerprint: &str,
+        max: usize,
     ) -> Result<Option<Vec<u8>>, Down> {
         let mut c = self.bulk.clone();
-        let cmd = redis::cmd("GETDEL")
-            .arg(key(caller, &format!("moved:{fingerprint}")))
-            .to_owned();
-        self.run_bulk(cmd.query_async::<Option<Vec<u8>>>(&mut c))
-            .await
+        let k = key(caller, &format!("moved:{fingerprint}"));
+        let len: u64 = self
+            .run_bulk(redis::cmd("STRLEN").arg(&k).query_async(&mut c))
+            .await?;
+        if len > max as u64 {
+            let _ = self
+                .run_bulk(redis::cmd("DEL").arg(&k).query_async::<i64>(&mut c))
+                .await;
+            return Ok(Some(Vec::new()));
+        }
+        let cmd = redis::cmd("GETDEL").arg(&k).to_owned();
+        let v = self
+            .run_bulk(cmd.query_async::<Option<Vec<u8>>>(&mut c))
+            .await?;
+        // Replaced by a longer one between the two calls: not opened.
+        Ok(v.map(|b| if b.len() > max { Vec::new() } else { b }))
     }
 
     /// Says that `caller`'s session `fingerprint` now lives on this node,

@@ -111,7 +111,7 @@ impl App {
         };
         let until = Instant::now() + WAIT;
         loop {
-            match f.take_moved(&caller.id, &fp).await {
+            match f.take_moved(&caller.id, &fp, MAX_SEALED).await {
                 Ok(Some(sealed)) if sealed.is_empty() => return Ok(Adopted::Unmovable),
                 Ok(Some(sealed)) => return self.adopt(caller, id, &fp, key, sealed).await,
                 Ok(None) => {}

@@ -38,7 +38,10 @@ impl App {
                 }
             }
             Ok((w, _)) => w,
-            Err(_) => Whereabouts::Unknown,
+            // The registry did not answer in time: nothing is concluded,
+            // and the call is told to try again (never "unknown", which
+            // would end a live session in its client's eyes).
+            Err(_) => Whereabouts::Elsewhere,
         }
     }
 
