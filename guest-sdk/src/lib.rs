@@ -38,6 +38,29 @@ pub mod broker {
         crate::bindings::plimsoll::sandbox::broker::call(api, req)
     }
 
+    /// Makes one call to a URL's `origin` (`scheme://host[:port]`) under the
+    /// run's one grant whose `base_url` it is, with every check of [`call`].
+    /// `timeout_ms` shortens the per-call timeout; it never lengthens it.
+    pub fn call_origin(
+        origin: &str,
+        req: &Request,
+        timeout_ms: Option<u32>,
+    ) -> Result<Response, CallError> {
+        crate::bindings::plimsoll::sandbox::broker::call_origin(origin, req, timeout_ms)
+    }
+
+    /// The `call-error` case's WIT name (`denied`, `budget-exhausted`, …).
+    pub fn error_tag(e: &CallError) -> &'static str {
+        match e {
+            CallError::Denied(_) => "denied",
+            CallError::BudgetExhausted => "budget-exhausted",
+            CallError::RequestTooLarge => "request-too-large",
+            CallError::ResponseTooLarge => "response-too-large",
+            CallError::Timeout => "timeout",
+            CallError::Upstream(_) => "upstream",
+        }
+    }
+
     /// `GET path` under the grant `api`.
     pub fn get(api: &str, path: &str) -> Result<Response, CallError> {
         call(api, &request("GET", path, Vec::new()))

@@ -22,6 +22,9 @@ pub const LEVELS: &[(&str, u8)] = &[
     ("cpu", 1),
     ("redact", 1),
     ("workspace_usage", 1),
+    ("worlds", 1),
+    ("worlds/check", 1),
+    ("worlds/componentize", 1),
     ("worker/protocol", 1),
     // L2 capabilities a guest is given.
     ("upstream", 2),

@@ -67,6 +67,7 @@ pub mod wasip1;
 pub mod worker;
 pub mod workspace;
 mod workspace_usage;
+pub mod worlds;
 pub mod wrapper;
 
 pub use blob::Blob;

@@ -78,14 +78,12 @@ impl Runtime {
     pub fn new(config: RuntimeConfig) -> Result<Self, RuntimeError> {
         let warm = crate::warm::WarmPool::new(config.engine.warm_instances);
         let engine = SandboxEngine::new(config.engine)?;
-        let linker = base_linker(&engine)?;
-        // The shell guest alone is linked with `programs`.
-        let mut shell_linker = base_linker(&engine)?;
-        bindings::shell::programs::add_to_linker::<RunState, HasSelf<RunState>>(
-            &mut shell_linker,
-            |s| s,
-        )
-        .map_err(|e| RuntimeError::Link(format!("{e:#}")))?;
+        let linker = base_linker(&engine, LinkFor::Guests)?;
+        // The shell guest alone is linked with `programs`, and without the
+        // broker and `wasi:http`, which its world does not import (its
+        // `python3` and `node` are instances of their own, linked with
+        // `linker`).
+        let shell_linker = base_linker(&engine, LinkFor::Shell)?;
         let cache = match &config.cache_dir {
             Some(dir) => ComponentCache::open(dir)?,
             None => ComponentCache::disabled(),
@@ -338,14 +336,36 @@ fn variant_for(family: &str) -> crate::component_cache::Variant {
     }
 }
 
-fn base_linker(engine: &SandboxEngine) -> Result<Linker<RunState>, RuntimeError> {
+/// Which guests a linker is for: each gets what its worlds import and
+/// nothing more (`runtime::tests` keeps the two in step).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LinkFor {
+    /// `agent`, `agent-http`, `interpreter`: WASI, `wasi:http` and the
+    /// broker.
+    Guests,
+    /// `shell`: WASI and `programs`.
+    Shell,
+}
+
+fn base_linker(engine: &SandboxEngine, guests: LinkFor) -> Result<Linker<RunState>, RuntimeError> {
     let link = |e: wasmtime::Error| RuntimeError::Link(format!("{e:#}"));
     let mut linker: Linker<RunState> = Linker::new(engine.engine());
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link)?;
-    // Standard HTTP clients go through the same gate as the broker.
-    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(link)?;
-    bindings::broker::add_to_linker::<RunState, HasSelf<RunState>>(&mut linker, |s| s)
-        .map_err(link)?;
+    match guests {
+        LinkFor::Guests => {
+            // Standard HTTP clients go through the same gate as the broker.
+            wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(link)?;
+            bindings::broker::add_to_linker::<RunState, HasSelf<RunState>>(&mut linker, |s| s)
+                .map_err(link)?;
+        }
+        LinkFor::Shell => {
+            bindings::shell::programs::add_to_linker::<RunState, HasSelf<RunState>>(
+                &mut linker,
+                |s| s,
+            )
+            .map_err(link)?;
+        }
+    }
     // `/work` in host memory, in place of wasmtime-wasi's filesystem.
     crate::memfs::add_to_linker(&mut linker).map_err(link)?;
     Ok(linker)
@@ -357,4 +377,161 @@ fn create_private_dir(p: &Path) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(p)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The published worlds and what the host links stay in step.
+    use super::*;
+    use crate::worlds::{Published, RUNNABLE_WORLDS, check::compatible};
+    use wasm_encoder::{
+        ComponentImportSection, ComponentTypeRef, ComponentTypeSection, InstanceType,
+    };
+
+    /// What a probe looks for in an instance: one of its functions, or
+    /// one of its resources.
+    enum Item {
+        Func(String),
+        Resource(String),
+    }
+
+    /// A component importing instance `name` with `item` in it. (wasmtime
+    /// treats an instance the linker lacks like an empty one, so a probe
+    /// must ask for something inside it.)
+    fn probe(name: &str, item: &Item) -> Vec<u8> {
+        let mut c = wasm_encoder::Component::new();
+        let mut instance = InstanceType::new();
+        match item {
+            Item::Func(f) => {
+                instance
+                    .ty()
+                    .function()
+                    .params(std::iter::empty::<(&str, wasm_encoder::ComponentValType)>())
+                    .result(None);
+                instance.export(f.as_str(), ComponentTypeRef::Func(0));
+            }
+            Item::Resource(r) => {
+                instance.export(
+                    r.as_str(),
+                    ComponentTypeRef::Type(wasm_encoder::TypeBounds::SubResource),
+                );
+            }
+        }
+        let mut types = ComponentTypeSection::new();
+        types.instance(&instance);
+        c.section(&types);
+        let mut imports = ComponentImportSection::new();
+        imports.import(name, ComponentTypeRef::Instance(0));
+        c.section(&imports);
+        c.finish()
+    }
+
+    /// Whether `linker` defines `item` of instance `name` (with whatever
+    /// type: a probe's `func()` may not be the real one).
+    fn links(engine: &SandboxEngine, linker: &Linker<RunState>, name: &str, item: &Item) -> bool {
+        let component = wasmtime::component::Component::new(engine.engine(), probe(name, item))
+            .expect("a probe component compiles");
+        match linker.instantiate_pre(&component) {
+            Ok(_) => true,
+            Err(e) => !format!("{e:#}").contains("implementation is missing"),
+        }
+    }
+
+    /// Something `name` defines: a freestanding function, else a resource.
+    fn item_of(published: &Published, name: &str) -> Option<Item> {
+        let r = &published.resolve;
+        let (_, iface) = r
+            .interfaces
+            .iter()
+            .find(|(id, _)| r.id_of(*id).as_deref() == Some(name))?;
+        if let Some(f) = iface.functions.keys().find(|f| !f.starts_with('[')) {
+            return Some(Item::Func(f.clone()));
+        }
+        iface.types.iter().find_map(|(n, t)| {
+            matches!(r.types[*t].kind, wit_parser::TypeDefKind::Resource)
+                .then(|| Item::Resource(n.clone()))
+        })
+    }
+
+    /// Every interface of `wit/` (WASI's included) that the host links is
+    /// imported by a published world, and every import of those worlds is
+    /// linked: a component built for a published world loads, and nothing
+    /// the host hands a guest is missing from the worlds (0.1.2's `agent`
+    /// lacked the `wasi:http` the host linked).
+    #[test]
+    fn what_the_host_links_is_what_the_worlds_publish() {
+        let engine = SandboxEngine::new(EngineOptions::default()).expect("engine");
+        let base = base_linker(&engine, LinkFor::Guests).expect("linker");
+        let shell = base_linker(&engine, LinkFor::Shell).expect("linker");
+        let published = Published::load().expect("wit");
+        let nothing = Item::Func("get-nothing".into());
+        assert!(!links(
+            &engine,
+            &base,
+            "nobody:nothing/here@1.0.0",
+            &nothing
+        ));
+        let stdout = Item::Func("get-stdout".into());
+        assert!(links(&engine, &base, "wasi:cli/stdout@0.2.12", &stdout));
+        let world_imports = |names: &[&str]| -> Vec<String> {
+            names
+                .iter()
+                .flat_map(|w| published.imports(published.world(w).expect("world")))
+                .collect()
+        };
+        let guest_worlds: Vec<&str> = RUNNABLE_WORLDS
+            .iter()
+            .copied()
+            .filter(|w| *w != "shell")
+            .collect();
+        for (linker, worlds) in [(&base, guest_worlds), (&shell, vec!["shell"])] {
+            let offered = world_imports(&worlds);
+            for name in &offered {
+                let Some(item) = item_of(&published, name) else {
+                    continue;
+                };
+                assert!(
+                    links(&engine, linker, name, &item),
+                    "{name} is imported by one of {worlds:?} but the host does not link it"
+                );
+            }
+            let every: Vec<String> = published
+                .resolve
+                .interfaces
+                .iter()
+                .filter_map(|(id, _)| published.resolve.id_of(id))
+                .collect();
+            assert!(every.len() > 30, "{every:?}");
+            let mut linked = 0;
+            for name in every {
+                let Some(item) = item_of(&published, &name) else {
+                    continue;
+                };
+                if links(&engine, linker, &name, &item) {
+                    linked += 1;
+                    assert!(
+                        offered.iter().any(|o| compatible(&name, o)),
+                        "the host links {name} for a guest of {worlds:?}, but none of those \
+                         worlds imports it: publish it in wit/sandbox.wit"
+                    );
+                }
+            }
+            // WASI's cli, clocks, filesystem, io, random and sockets at least.
+            assert!(
+                linked >= 25,
+                "only {linked} interfaces linked for {worlds:?}"
+            );
+        }
+        let run = Item::Func("run".into());
+        assert!(
+            !links(&engine, &base, "plimsoll:sandbox/programs@0.1.3", &run),
+            "programs is the shell guest's alone"
+        );
+        assert!(links(
+            &engine,
+            &shell,
+            "plimsoll:sandbox/programs@0.1.3",
+            &run
+        ));
+    }
 }

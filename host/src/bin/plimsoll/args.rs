@@ -155,10 +155,38 @@ pub(crate) struct RunArgs {
     /// Fuel (CPU) limit.
     #[arg(long)]
     pub(crate) fuel: Option<u64>,
+    /// The per-call timeout of broker calls, in milliseconds (default
+    /// 10 000; never past the run's wall time).
+    #[arg(long = "broker-call-ms")]
+    pub(crate) broker_call_ms: Option<u64>,
     /// Attach the grant profile NAME to the run. Repeatable.
     #[arg(long = "grant")]
     pub(crate) grants: Vec<String>,
     /// Print the whole result as JSON instead of the guest's output.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct CheckArgs {
+    /// The component (.wasm) to check.
+    pub(crate) component: PathBuf,
+    /// Print the world, its package and the component's imports and
+    /// exports as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct ComponentizeArgs {
+    /// The core module (.wasm), e.g. from clang --target=wasm32-wasi or
+    /// GOOS=wasip1.
+    pub(crate) module: PathBuf,
+    /// Where to write the component.
+    #[arg(short, long)]
+    pub(crate) output: PathBuf,
+    /// The world to embed when the module carries no component-type
+    /// metadata of its own: `agent` or `agent-http`.
+    #[arg(long, default_value = "agent")]
+    pub(crate) world: String,
 }

@@ -1,7 +1,7 @@
 //! `plimsoll`: run agent code in the sandbox from the command line.
 //!
 //! One module per subcommand (`run`, `info`, `repl`, `batch`, `mcp`,
-//! `preinit`), over `args` (the command line), `config` (flags and
+//! `preinit`; `check` and `componentize` in `worlds`), over `args` (the command line), `config` (flags and
 //! environment to a [`plimsoll::SandboxConfig`]) and `report` (a result
 //! printed, and its exit status).
 
@@ -14,8 +14,12 @@ mod preinit;
 mod repl;
 mod report;
 mod run;
+mod worlds;
 
-use args::{BatchArgs, CommonArgs, McpArgs, PreinitArgs, PreinitScientificArgs, ReplArgs, RunArgs};
+use args::{
+    BatchArgs, CheckArgs, CommonArgs, ComponentizeArgs, McpArgs, PreinitArgs,
+    PreinitScientificArgs, ReplArgs, RunArgs,
+};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -61,6 +65,16 @@ enum Command {
     /// the same settings as `run`. Without a provider every call answers
     /// the disabled refusal.
     Mcp(McpArgs),
+    /// Say which of plimsoll's WIT worlds a component targets (agent,
+    /// agent-http, interpreter, shell), with versions matched as the host
+    /// links them; or name the import no world offers. Exit status 1 when
+    /// it targets none.
+    Check(CheckArgs),
+    /// Make a core module (clang --target=wasm32-wasi, Go's wasip1) a
+    /// component: embed the world's WIT unless the module carries its own,
+    /// adapt WASI preview1 with this host's adapter (reactor, or command
+    /// when the module exports `_start`), and check the result.
+    Componentize(ComponentizeArgs),
     /// Make the scientific Python guest's snapshot (build step; see
     /// guests/scientific/build.sh).
     #[command(hide = true)]
@@ -84,6 +98,8 @@ fn main() -> ExitCode {
         Command::Batch(args) => runtime.block_on(batch::batch(args)),
         Command::Mcp(args) => runtime.block_on(mcp::mcp(args)),
         Command::Preinit(args) => runtime.block_on(preinit::preinit(args)),
+        Command::Check(args) => worlds::check_cmd(args),
+        Command::Componentize(args) => worlds::componentize_cmd(args),
         Command::PreinitScientific(args) => runtime.block_on(preinit::preinit_scientific(args)),
     }
 }

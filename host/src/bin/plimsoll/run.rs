@@ -176,6 +176,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         wall_time_ms: args.timeout_ms,
         memory_bytes: args.memory_mb.map(|m| m.saturating_mul(1 << 20)),
         fuel: args.fuel,
+        broker_call_ms: args.broker_call_ms,
         ..Limits::default()
     };
 
