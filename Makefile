@@ -226,9 +226,10 @@ fuzz-smoke: fuzz-setup
 audit: guests microvm
 	tests/audit.sh
 
-bench: guests
+bench: guests sdk-agents
 	$(CARGO) bench -p plimsoll
 	$(CARGO) bench -p plimsolld --bench daemon
+	$(CARGO) bench -p plimsolld --bench fairness
 
 ## Per-run latency at each tier (in-process, bubblewrap warm and cold)
 ## against python3 per run, bare and under bubblewrap.
@@ -244,6 +245,7 @@ bench-wrappers: guests microvm
 ## The daemon over HTTP against the library call, 1/8/64 clients.
 bench-daemon: guests
 	$(CARGO) bench -p plimsolld --bench daemon
+	$(CARGO) bench -p plimsolld --bench fairness
 
 ## Soak: N mixed runs (one in five hostile) through the daemon; checks
 ## answers, audit lines, RSS, fds and leftover workspaces.

@@ -13,8 +13,11 @@
 //! `make bench-daemon` (or `cargo bench -p plimsolld --bench daemon`).
 //! `PLIMSOLL_BENCH_SECS` sets the seconds per measurement (default 3).
 
+#[path = "support/listen.rs"]
+mod listen;
+
 use plimsoll::{Language, ProviderKind, RunRequest, RuntimeConfig, Sandbox, SandboxConfig};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -97,29 +100,7 @@ impl Conn {
             body.len()
         );
         self.writer.write_all(req.as_bytes()).expect("write");
-        let mut line = String::new();
-        self.reader.read_line(&mut line).expect("status");
-        let status: u16 = line
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let mut len = 0usize;
-        loop {
-            line.clear();
-            self.reader.read_line(&mut line).expect("header");
-            if line == "\r\n" || line.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = line.split_once(':')
-                && k.eq_ignore_ascii_case("content-length")
-            {
-                len = v.trim().parse().unwrap_or(0);
-            }
-        }
-        self.body.resize(len, 0);
-        self.reader.read_exact(&mut self.body).expect("body");
-        status
+        listen::read_response(&mut self.reader, &mut self.body)
     }
 
     /// A protocol 4 call of `procedure` with `body`; the answer's JSON.
@@ -843,34 +824,15 @@ fn start_daemon_with(
     for (var, path) in components {
         cmd.env(var, path);
     }
-    let mut child = cmd
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("SANDBOX_PROVIDER", "wasm")
-        .env("PLIMSOLL_INSECURE", "1")
-        .env("PLIMSOLL_LISTEN", "127.0.0.1:0")
-        .env("PLIMSOLL_METRICS_ADDR", "off")
-        .env("PLIMSOLL_STATE_DIR", state)
-        .env("PLIMSOLL_CACHE_DIR", cache)
-        .env("PLIMSOLL_AUDIT_SYNC", sync)
-        .env("PLIMSOLL_LOG", "error")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn plimsolld");
-    let err = child.stderr.take().expect("stderr");
-    let mut lines = BufReader::new(err).lines();
-    let addr: SocketAddr = loop {
-        let line = lines
-            .next()
-            .and_then(Result::ok)
-            .expect("plimsolld exited before listening");
-        if let Some(rest) = line.split("http://").nth(1) {
-            break rest
-                .split(' ')
-                .next()
-                .and_then(|a| a.parse().ok())
-                .expect("address");
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    (child, addr)
+    listen::spawn_listening(
+        cmd.env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("SANDBOX_PROVIDER", "wasm")
+            .env("PLIMSOLL_INSECURE", "1")
+            .env("PLIMSOLL_LISTEN", "127.0.0.1:0")
+            .env("PLIMSOLL_METRICS_ADDR", "off")
+            .env("PLIMSOLL_STATE_DIR", state)
+            .env("PLIMSOLL_CACHE_DIR", cache)
+            .env("PLIMSOLL_AUDIT_SYNC", sync)
+            .env("PLIMSOLL_LOG", "error"),
+    )
 }

@@ -11,12 +11,15 @@
 //! that the number of workers stays within the pool's cap. Exits non-zero
 //! when a check fails.
 
+#[path = "support/listen.rs"]
+mod listen;
+
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -246,40 +249,23 @@ fn main() {
         format!(r#"{{"clients":[{}]}}"#, entries.join(",")),
     )
     .expect("clients");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_plimsolld"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("SANDBOX_PROVIDER", &provider)
-        .env("SANDBOX_MAX_SESSIONS_PER_CALLER", "16")
-        .env("PLIMSOLL_LISTEN", "127.0.0.1:0")
-        .env("PLIMSOLL_METRICS_ADDR", "off")
-        .env("PLIMSOLL_STATE_DIR", &state)
-        .env("PLIMSOLL_WORK_DIR", &work)
-        .env("PLIMSOLL_CACHE_DIR", repo().join("target/test-cache"))
-        .env("PLIMSOLL_GUESTS_DIR", &guests)
-        .env("PLIMSOLL_COMPONENTS_DIR", &comps)
-        .env("PLIMSOLL_CLIENTS_FILE", &clients_file)
-        .env("PLIMSOLL_LOG", "error")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn plimsolld");
+    let (mut child, addr) = listen::spawn_listening(
+        Command::new(env!("CARGO_BIN_EXE_plimsolld"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("SANDBOX_PROVIDER", &provider)
+            .env("SANDBOX_MAX_SESSIONS_PER_CALLER", "16")
+            .env("PLIMSOLL_LISTEN", "127.0.0.1:0")
+            .env("PLIMSOLL_METRICS_ADDR", "off")
+            .env("PLIMSOLL_STATE_DIR", &state)
+            .env("PLIMSOLL_WORK_DIR", &work)
+            .env("PLIMSOLL_CACHE_DIR", repo().join("target/test-cache"))
+            .env("PLIMSOLL_GUESTS_DIR", &guests)
+            .env("PLIMSOLL_COMPONENTS_DIR", &comps)
+            .env("PLIMSOLL_CLIENTS_FILE", &clients_file)
+            .env("PLIMSOLL_LOG", "error"),
+    );
     let pid = child.id();
-    let err = child.stderr.take().expect("stderr");
-    let mut lines = BufReader::new(err).lines();
-    let addr: SocketAddr = loop {
-        let line = lines
-            .next()
-            .and_then(Result::ok)
-            .expect("plimsolld exited before listening");
-        if let Some(rest) = line.split("http://").nth(1) {
-            break rest
-                .split(' ')
-                .next()
-                .and_then(|a| a.parse().ok())
-                .expect("address");
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
 
     let next = Arc::new(AtomicUsize::new(0));
     let answered = Arc::new(Mutex::new(Vec::<String>::new()));
