@@ -95,6 +95,11 @@ pub const KEEP_RESIDENT_ENV: &str = "PLIMSOLL_KEEP_RESIDENT_MIB";
 /// mostly the shared page cache of the component's image.
 pub const DEFAULT_KEEP_RESIDENT: u64 = 16 << 20;
 
+/// Bytes of each pooled table reset with `memset` rather than `madvise`
+/// (wasmtime's `table_keep_resident`): 64 KiB, 8,192 entries; at most
+/// this much stays resident per table slot.
+pub const TABLE_KEEP_RESIDENT: usize = 64 << 10;
+
 /// Names the [`EngineOptions::warm_instances`] override.
 pub const WARM_INSTANCES_ENV: &str = "PLIMSOLL_WARM_INSTANCES";
 
@@ -227,7 +232,12 @@ impl SandboxEngine {
                 // else sees it; see `keep_resident_bytes`.
                 .linear_memory_keep_resident(options.keep_resident_bytes as usize)
                 .pagemap_scan(wasmtime::Enabled::Auto)
-                .table_keep_resident(0);
+                // A table is zeroed with `memset` up to this size instead
+                // of `madvise`: the syscall's cross-CPU TLB shootdown was
+                // most of a small run's cost (Rust `hello` p50 37.8 →
+                // 14.8–19.2 µs, docs/benchmarks.md, #40). Still zeroed
+                // before any other run sees the slot.
+                .table_keep_resident(TABLE_KEEP_RESIDENT);
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         } else {
             config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
