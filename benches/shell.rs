@@ -11,6 +11,8 @@
 //! percentile lines print regardless). Prints p50/p90/p99 over single
 //! runs, then criterion's statistics.
 
+#[path = "support/steps.rs"]
+mod steps;
 mod support;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -23,72 +25,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::{guests_dir, percentiles, print_percentiles, private_bytes};
 
-/// The Workspace client's fixed steps (plimsoll-client 0.23.0,
-/// `workspace.py`), byte for byte: what reaches the library for
-/// `Workspace.exec`, `read` and `write(bytes)`.
-const EXEC_STEP: &str = r#"__plimsoll_s="$PWD/.plimsoll-shell"; mkdir -p "$__plimsoll_s"; pwd > "$__plimsoll_s/root"; [ -f "$__plimsoll_s/env" ] && . "$__plimsoll_s/env"; [ -f "$__plimsoll_s/cwd" ] && cd "$(cat "$__plimsoll_s/cwd")" 2>/dev/null; . "$__plimsoll_s/cmd"; __plimsoll_rc=$?; export -p | grep -Ev '^export (PWD|OLDPWD|__plimsoll_)' > "$__plimsoll_s/env.new"; mv "$__plimsoll_s/env.new" "$__plimsoll_s/env"; pwd > "$__plimsoll_s/cwd"; exit $__plimsoll_rc"#;
-const READ_STEP: &str = r#"__plimsoll_s="$PWD/.plimsoll-shell"; mkdir -p "$__plimsoll_s"; head -c "$(cat "$__plimsoll_s/a2")" -- "$(cat "$__plimsoll_s/a1")" > "$__plimsoll_s/out""#;
-const WRITE_B64_STEP: &str = r#"__plimsoll_s="$PWD/.plimsoll-shell"; mkdir -p "$__plimsoll_s"; __plimsoll_p="$(cat "$__plimsoll_s/a1")"; mkdir -p "$(dirname "$__plimsoll_p")" && base64 -d "$__plimsoll_s/in.b64" > "$__plimsoll_p""#;
-
 /// The file the read and write rows move (1 KiB, every byte value).
 const DATA_PATH: &str = "data.bin";
 
-/// The floor for the shell component: the same engine configuration (fuel
-/// off), a bare WASI context with memory pipes, `programs` stubbed to
-/// refuse, `InstancePre`, one `eval("echo hi")`, drop. No workspace,
-/// envelope or classification: what wasmtime itself costs for this
-/// component.
-mod bare {
-    use crate::support::BareState as State;
-    use plimsoll::engine::SandboxEngine;
-    use wasmtime::Store;
-    use wasmtime::component::{InstancePre, Linker};
-
-    pub struct Bare {
-        engine: SandboxEngine,
-        pre: InstancePre<State>,
-    }
-
-    impl Bare {
-        pub fn new(path: &std::path::Path) -> Bare {
-            let engine = SandboxEngine::new(plimsoll::EngineOptions {
-                fuel: false,
-                ..Default::default()
-            })
-            .expect("engine");
-            let mut linker = Linker::new(engine.engine());
-            wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("link");
-            let component =
-                wasmtime::component::Component::from_file(engine.engine(), path).expect("compile");
-            // `echo hi` starts no program: a stub that traps is enough.
-            linker
-                .instance("plimsoll:sandbox/programs@0.1.3")
-                .expect("programs")
-                .func_new("run", |_, _, _, _| {
-                    Err(wasmtime::Error::msg("no programs in the floor"))
-                })
-                .expect("stub");
-            let pre = linker.instantiate_pre(&component).expect("pre");
-            Bare { engine, pre }
-        }
-
-        /// A whole run: instantiate, `eval(script)`, drop.
-        pub async fn eval(&self, script: &str) {
-            let mut store = Store::new(self.engine.engine(), State::new());
-            store.set_epoch_deadline(u64::MAX / 2);
-            let instance = self
-                .pre
-                .instantiate_async(&mut store)
-                .await
-                .expect("instantiate");
-            let eval = instance
-                .get_typed_func::<(&str,), (Result<String, String>,)>(&mut store, "eval")
-                .expect("eval export");
-            let (r,) = eval.call_async(&mut store, (script,)).await.expect("call");
-            assert_eq!(r.as_deref(), Ok("0"), "{r:?}");
-        }
-    }
-}
+/// The floor for the shell component (benches/shell_floor.rs).
+#[path = "shell_floor.rs"]
+mod bare;
 
 fn file(path: &str, content: impl Into<plimsoll::blob::Blob>) -> InputFile {
     InputFile {
@@ -101,7 +43,7 @@ fn file(path: &str, content: impl Into<plimsoll::blob::Blob>) -> InputFile {
 /// reading back the root and the working directory.
 fn exec_project(cmd: &str) -> ProjectRequest {
     ProjectRequest {
-        steps: vec![EXEC_STEP.into()],
+        steps: vec![steps::EXEC_STEP.into()],
         files: vec![file(".plimsoll-shell/cmd", cmd)],
         capture: vec![".plimsoll-shell/root".into(), ".plimsoll-shell/cwd".into()],
         ..ProjectRequest::default()
@@ -111,7 +53,7 @@ fn exec_project(cmd: &str) -> ProjectRequest {
 /// `Workspace.read(path)` with its default `max_bytes` (1 MiB).
 fn read_project() -> ProjectRequest {
     ProjectRequest {
-        steps: vec![READ_STEP.into()],
+        steps: vec![steps::READ_STEP.into()],
         files: vec![
             file(".plimsoll-shell/a1", DATA_PATH),
             file(".plimsoll-shell/a2", "1048576"),
@@ -125,7 +67,7 @@ fn read_project() -> ProjectRequest {
 fn write_project(data: &[u8]) -> ProjectRequest {
     use base64::Engine as _;
     ProjectRequest {
-        steps: vec![WRITE_B64_STEP.into()],
+        steps: vec![steps::WRITE_B64_STEP.into()],
         files: vec![
             file(".plimsoll-shell/a1", DATA_PATH),
             file(
@@ -213,7 +155,11 @@ fn bench(c: &mut Criterion) {
         interpreters.push((l, p));
     }
     assert_eq!(
-        (EXEC_STEP.len(), READ_STEP.len(), WRITE_B64_STEP.len()),
+        (
+            steps::EXEC_STEP.len(),
+            steps::READ_STEP.len(),
+            steps::WRITE_B64_STEP.len()
+        ),
         (437, 151, 196),
         "the fixed steps must be the client's bytes"
     );
@@ -334,7 +280,7 @@ fn bench(c: &mut Criterion) {
             "export -p | grep -Ev '^export (PWD|OLDPWD|__plimsoll_)' > /dev/null",
         );
         let mut grep_run = || check(&rt.block_on(s.run(&grep_req)), "");
-        let mut exec_fresh_req = RunRequest::code(Language::Shell, EXEC_STEP);
+        let mut exec_fresh_req = RunRequest::code(Language::Shell, steps::EXEC_STEP);
         exec_fresh_req.files = vec![file(".plimsoll-shell/cmd", "echo hi")];
         exec_fresh_req.capture = vec![".plimsoll-shell/root".into(), ".plimsoll-shell/cwd".into()];
         let mut exec_fresh = || check(&rt.block_on(s.run(&exec_fresh_req)), "hi\n");
