@@ -22,6 +22,7 @@ pub const LEVELS: &[(&str, u8)] = &[
     ("fleet/agent", 1),
     ("fleet/handover", 1),
     ("fleet/node", 1),
+    ("fleet/registry", 1),
     ("fleet/scripts", 1),
     ("fleet/shared", 1),
     ("service", 2),

@@ -14,6 +14,7 @@
 pub mod agent;
 pub mod handover;
 pub mod node;
+pub mod registry;
 mod scripts;
 pub mod shared;
 

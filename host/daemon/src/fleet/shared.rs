@@ -11,6 +11,9 @@
 //! on "now" and "today"; every key names its caller inside `{…}` so a
 //! Redis Cluster keeps a caller's keys together.
 //!
+//! The registry and the sessions handed over between nodes are in
+//! [`super::registry`].
+//!
 //! What Redis sees: caller ids, session fingerprints, node tags and
 //! epochs, counts and times — never code, paths, bodies or credentials.
 //!
@@ -27,8 +30,8 @@
 //! taken is given back): serving it from this node's counters could run
 //! more than the caller's cap fleet-wide.
 
+use super::Node;
 use super::scripts::*;
-use super::{Lost, Node, Whereabouts};
 use redis::aio::ConnectionManager;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -82,15 +85,15 @@ pub enum RateAdmit {
 
 /// The shared state, and whether Redis answers.
 pub struct Shared {
-    conn: ConnectionManager,
+    pub(super) conn: ConnectionManager,
     /// A second connection for handed-over sessions (megabytes), so that
     /// they never hold up the quota checks behind them.
-    bulk: ConnectionManager,
+    pub(super) bulk: ConnectionManager,
     /// A third for what happens after a run's answer (its lease given
     /// back, its time charged), so that it never queues ahead of the next
     /// run's checks.
     tail: ConnectionManager,
-    node: Node,
+    pub(super) node: Node,
     /// How many nodes the limits are divided among while Redis is down.
     pub fleet_size: u32,
     pub failure: FailureMode,
@@ -119,7 +122,7 @@ pub enum Down {
     Slow,
 }
 
-fn key(caller: &str, what: &str) -> String {
+pub(super) fn key(caller: &str, what: &str) -> String {
     // The caller id is the callers file's, checked there; braces make a
     // Redis Cluster keep one caller's keys in one slot.
     format!("pl:{{{caller}}}:{what}")
@@ -212,7 +215,7 @@ impl Shared {
         self.up.load(Ordering::Acquire)
     }
 
-    async fn run<T: redis::FromRedisValue>(
+    pub(super) async fn run<T: redis::FromRedisValue>(
         &self,
         f: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, Down> {
@@ -222,7 +225,7 @@ impl Shared {
     /// One call, bounded by [`CALL_TIMEOUT`]; `heartbeat`: a timeout marks
     /// Redis down too (other calls' timeouts do not: a slow answer under
     /// load is not an outage).
-    async fn run_as<T: redis::FromRedisValue>(
+    pub(super) async fn run_as<T: redis::FromRedisValue>(
         &self,
         heartbeat: bool,
         f: impl std::future::Future<Output = redis::RedisResult<T>>,
@@ -246,7 +249,7 @@ impl Shared {
         }
     }
 
-    async fn run_bulk<T: redis::FromRedisValue>(
+    pub(super) async fn run_bulk<T: redis::FromRedisValue>(
         &self,
         f: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, Down> {
@@ -396,235 +399,5 @@ impl Shared {
         let v: Vec<i64> = self.run(inv.invoke_async(&mut c)).await?;
         let at = |i: usize| v.get(i).copied().unwrap_or(0).max(0) as u64;
         Ok((at(0), at(1), at(2)))
-    }
-
-    /// Renews this node's registry entry (every second).
-    /// With `agent` (this node's agent-check address, when it is a
-    /// routable one), the nodes that stay can tell at once that this one
-    /// died, before its entry expires.
-    pub async fn register(&self, agent: Option<std::net::SocketAddr>) -> Result<(), Down> {
-        let mut c = self.conn.clone();
-        let mut pipe = redis::pipe();
-        pipe.cmd("SET")
-            .arg(format!("pl:node:{}", self.node.tag_hex()))
-            .arg(self.node.epoch_hex())
-            .arg("PX")
-            .arg(REGISTRY_TTL_MS)
-            .ignore()
-            .cmd("SADD")
-            .arg("pl:nodes")
-            .arg(self.node.tag_hex())
-            .ignore();
-        if let Some(a) = agent.filter(|a| !a.ip().is_unspecified()) {
-            pipe.cmd("SET")
-                .arg(format!("pl:agent:{}", self.node.tag_hex()))
-                .arg(a.to_string())
-                .arg("PX")
-                .arg(REGISTRY_TTL_MS)
-                .ignore();
-        }
-        self.run_as(true, pipe.query_async::<()>(&mut c)).await
-    }
-
-    /// Says for 10 minutes that this boot of this node drained.
-    pub async fn mark_drained(&self) -> Result<(), Down> {
-        self.mark("drained").await
-    }
-
-    /// Says for 10 minutes that this boot of this node is handing its
-    /// sessions over: a node called for one of them waits for it.
-    pub async fn mark_migrating(&self) -> Result<(), Down> {
-        self.mark("migrating").await
-    }
-
-    async fn mark(&self, what: &str) -> Result<(), Down> {
-        let mut c = self.conn.clone();
-        let cmd = redis::cmd("SET")
-            .arg(format!(
-                "pl:{what}:{}:{}",
-                self.node.tag_hex(),
-                self.node.epoch_hex()
-            ))
-            .arg(1)
-            .arg("EX")
-            .arg(DRAINED_TTL_SECS)
-            .to_owned();
-        self.run(cmd.query_async::<()>(&mut c)).await
-    }
-
-    /// Whether boot `epoch` of node `tag` is handing its sessions over
-    /// (and has not drained yet).
-    pub async fn migrating(&self, tag: u16, epoch: u16) -> Result<bool, Down> {
-        let mut c = self.conn.clone();
-        let mut pipe = redis::pipe();
-        pipe.cmd("EXISTS")
-            .arg(format!("pl:migrating:{tag:04x}:{epoch:04x}"))
-            .cmd("EXISTS")
-            .arg(format!("pl:drained:{tag:04x}:{epoch:04x}"));
-        let (m, d): (bool, bool) = self.run(pipe.query_async(&mut c)).await?;
-        Ok(m && !d)
-    }
-
-    /// Leaves `caller`'s session `fingerprint`, sealed, to be picked up
-    /// (an empty `sealed`: it could not be handed over).
-    pub async fn put_moved(
-        &self,
-        caller: &str,
-        fingerprint: &str,
-        sealed: &[u8],
-    ) -> Result<(), Down> {
-        let mut c = self.bulk.clone();
-        let cmd = redis::cmd("SET")
-            .arg(key(caller, &format!("moved:{fingerprint}")))
-            .arg(sealed)
-            .arg("EX")
-            .arg(DRAINED_TTL_SECS)
-            .to_owned();
-        self.run_bulk(cmd.query_async::<()>(&mut c)).await
-    }
-
-    /// Takes `caller`'s handed-over session `fingerprint`, once: `None`
-    /// when there is none (or another node took it first).
-    ///
-    /// One longer than `max` bytes is deleted unread and answered as an
-    /// empty one (it could not be handed over): its length is asked first,
-    /// so that an honest Redis holding an oversized value never makes this
-    /// node allocate it. (A compromised Redis can still send what it likes
-    /// in answer to the GETDEL; SECURITY.md says so.)
-    pub async fn take_moved(
-        &self,
-        caller: &str,
-        fingerprint: &str,
-        max: usize,
-    ) -> Result<Option<Vec<u8>>, Down> {
-        let mut c = self.bulk.clone();
-        let k = key(caller, &format!("moved:{fingerprint}"));
-        let len: u64 = self
-            .run_bulk(redis::cmd("STRLEN").arg(&k).query_async(&mut c))
-            .await?;
-        if len > max as u64 {
-            let _ = self
-                .run_bulk(redis::cmd("DEL").arg(&k).query_async::<i64>(&mut c))
-                .await;
-            return Ok(Some(Vec::new()));
-        }
-        let cmd = redis::cmd("GETDEL").arg(&k).to_owned();
-        let v = self
-            .run_bulk(cmd.query_async::<Option<Vec<u8>>>(&mut c))
-            .await?;
-        // Replaced by a longer one between the two calls: not opened.
-        Ok(v.map(|b| if b.len() > max { Vec::new() } else { b }))
-    }
-
-    /// Says that `caller`'s session `fingerprint` now lives on this node,
-    /// for `ms` (its lifetime left).
-    pub async fn set_at(&self, caller: &str, fingerprint: &str, ms: u64) -> Result<(), Down> {
-        let mut c = self.conn.clone();
-        let cmd = redis::cmd("SET")
-            .arg(key(caller, &format!("at:{fingerprint}")))
-            .arg(self.node.tag_hex())
-            .arg("PX")
-            .arg(ms.max(1))
-            .to_owned();
-        self.run(cmd.query_async::<()>(&mut c)).await
-    }
-
-    /// The node a handed-over session of `caller` now lives on, if any.
-    pub async fn at(&self, caller: &str, fingerprint: &str) -> Result<Option<u16>, Down> {
-        let mut c = self.conn.clone();
-        let cmd = redis::cmd("GET")
-            .arg(key(caller, &format!("at:{fingerprint}")))
-            .to_owned();
-        let v: Option<String> = self.run(cmd.query_async(&mut c)).await?;
-        Ok(v.and_then(|t| u16::from_str_radix(&t, 16).ok()))
-    }
-
-    /// Forgets where a handed-over session lives (it closed).
-    pub async fn clear_at(&self, caller: &str, fingerprint: &str) -> Result<(), Down> {
-        let mut c = self.conn.clone();
-        let cmd = redis::cmd("DEL")
-            .arg(key(caller, &format!("at:{fingerprint}")))
-            .to_owned();
-        self.run(cmd.query_async::<i64>(&mut c)).await.map(|_| ())
-    }
-
-    /// Whether node `tag` is alive now, with which boot.
-    pub async fn live_epoch(&self, tag: u16) -> Result<Option<u16>, Down> {
-        let mut c = self.conn.clone();
-        let cmd = redis::cmd("GET")
-            .arg(format!("pl:node:{tag:04x}"))
-            .to_owned();
-        let v: Option<String> = self.run(cmd.query_async(&mut c)).await?;
-        Ok(v.and_then(|e| u16::from_str_radix(&e, 16).ok()))
-    }
-
-    /// What the node and boot `(tag, epoch)` of a session id that is not
-    /// open here tell: decided from the registry alone, never from
-    /// whether such a session exists or whose it is.
-    /// With it, the agent address the node registered (for
-    /// [`Whereabouts::Elsewhere`]: whether it still answers).
-    pub async fn whereabouts(
-        &self,
-        tag: u16,
-        epoch: u16,
-    ) -> Result<(Whereabouts, Option<std::net::SocketAddr>), Down> {
-        let mut c = self.conn.clone();
-        let tag_hex = format!("{tag:04x}");
-        let mut pipe = redis::pipe();
-        pipe.cmd("GET")
-            .arg(format!("pl:node:{tag_hex}"))
-            .cmd("SISMEMBER")
-            .arg("pl:nodes")
-            .arg(&tag_hex)
-            .cmd("EXISTS")
-            .arg(format!("pl:drained:{tag_hex}:{epoch:04x}"))
-            .cmd("GET")
-            .arg(format!("pl:agent:{tag_hex}"));
-        let (live, known, drained, agent): (Option<String>, bool, bool, Option<String>) =
-            self.run(pipe.query_async(&mut c)).await?;
-        let live = live.and_then(|e| u16::from_str_radix(&e, 16).ok());
-        let agent = agent.and_then(|a| a.parse().ok());
-        Ok((classify(live, known, drained, epoch), agent))
-    }
-}
-
-/// The registry's word on a session of boot `epoch`: its node's live
-/// epoch, whether its tag ever registered, whether that boot drained.
-/// A drained boot comes first: its node marks it once its sessions are
-/// over, while its registry entry may live on for a moment.
-pub fn classify(live: Option<u16>, known: bool, drained: bool, epoch: u16) -> Whereabouts {
-    match live {
-        _ if drained => Whereabouts::Lost(Lost::NodeDrained),
-        Some(e) if e == epoch => Whereabouts::Elsewhere,
-        Some(_) => Whereabouts::Lost(Lost::NodeRestarted),
-        None if known => Whereabouts::Lost(Lost::NodeLost),
-        None => Whereabouts::Unknown,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_registry_decides_and_nothing_else() {
-        assert_eq!(classify(Some(7), true, false, 7), Whereabouts::Elsewhere);
-        assert_eq!(
-            classify(Some(7), true, true, 7),
-            Whereabouts::Lost(Lost::NodeDrained)
-        );
-        assert_eq!(
-            classify(Some(8), true, false, 7),
-            Whereabouts::Lost(Lost::NodeRestarted)
-        );
-        assert_eq!(
-            classify(None, true, true, 7),
-            Whereabouts::Lost(Lost::NodeDrained)
-        );
-        assert_eq!(
-            classify(None, true, false, 7),
-            Whereabouts::Lost(Lost::NodeLost)
-        );
-        assert_eq!(classify(None, false, false, 7), Whereabouts::Unknown);
     }
 }
