@@ -24,24 +24,7 @@ out_dir="$repo/target/guests"
 out="$out_dir/javascript.wasm"
 
 clang_version=19
-packages=("clang-$clang_version" "lld-$clang_version" wasi-libc "libclang-rt-$clang_version-dev-wasm32")
-
-missing=()
-for pkg in "${packages[@]}"; do
-    if ! dpkg -s "$pkg" >/dev/null 2>&1; then
-        missing+=("$pkg")
-    fi
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-    echo "installing ${missing[*]}" >&2
-    sudo=""
-    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-    # The package lists may be stale or absent on a fresh machine.
-    if ! $sudo apt-get install -y --no-install-recommends "${missing[@]}" >&2; then
-        $sudo apt-get update >&2
-        $sudo apt-get install -y --no-install-recommends "${missing[@]}" >&2
-    fi
-fi
+"$repo/hack/ensure-clang-wasm.sh" "$clang_version"
 
 if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed | grep -qx wasm32-wasip2; then
     rustup target add wasm32-wasip2 >&2

@@ -4,8 +4,9 @@
 #   sdk/c/examples/hello.c    -> target/sdk/c/hello.wasm
 #
 # Idempotent and runnable from any directory. Installs Debian's clang-19,
-# lld-19, wasi-libc and the wasm32 compiler-rt if they are missing (the same
-# packages as guests/javascript/build.sh), copies wit/ into sdk/c/wit
+# lld-19, wasi-libc and the wasm32 compiler-rt if they are missing
+# (hack/ensure-clang-wasm.sh, shared with the JavaScript guest's build),
+# copies wit/ into sdk/c/wit
 # (gitignored), checks that the committed bindings in sdk/c/gen match it,
 # compiles each program to a wasm32-wasi reactor module and turns it into a
 # component with `plimsoll componentize` (the preview1 reactor adapter).
@@ -21,25 +22,8 @@ source "$repo/sdk/versions.env"
 out_dir="$repo/target/sdk/c"
 build_dir="$out_dir/build"
 
-packages=("clang-$CLANG_VERSION" "lld-$CLANG_VERSION" wasi-libc "libclang-rt-$CLANG_VERSION-dev-wasm32")
-missing=()
-for pkg in "${packages[@]}"; do
-    if ! dpkg -s "$pkg" >/dev/null 2>&1; then
-        missing+=("$pkg")
-    fi
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-    echo "installing ${missing[*]}" >&2
-    sudo=""
-    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-    # The package lists may be stale or absent on a fresh machine.
-    if ! $sudo apt-get install -y --no-install-recommends "${missing[@]}" >&2; then
-        $sudo apt-get update >&2
-        $sudo apt-get install -y --no-install-recommends "${missing[@]}" >&2
-    fi
-fi
+"$repo/hack/ensure-clang-wasm.sh" "$CLANG_VERSION"
 cc="clang-$CLANG_VERSION"
-command -v "$cc" >/dev/null || { echo "build.sh: $cc is not on PATH after installing it" >&2; exit 1; }
 
 # One source of truth for the WIT: a fresh copy, never a committed one.
 rm -rf "$here/wit"
